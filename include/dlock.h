@@ -1,0 +1,9 @@
+/* dlock.h — umbrella header: everything but the libev adapter. */
+#ifndef DLOCK_H
+#define DLOCK_H
+
+#include "dlock/version.h"
+#include "dlock/error.h"
+#include "dlock/client.h"
+
+#endif

@@ -1,0 +1,81 @@
+/* dlock/client.h — the client: one connection set to one Redis, shared by every
+ * primitive made from it.
+ *
+ * A client owns a command connection, a subscriber connection (opened on first wait),
+ * the watchdog that renews held leases, and an event loop. dlock_client_new() gives the
+ * blocking face: the client runs its own loop in an I/O thread and every blocking call is
+ * safe from any thread. dlock_client_new_on_loop() (dlock/adapters/libev.h) gives the
+ * async face on the application's own libev loop. */
+#ifndef DLOCK_CLIENT_H
+#define DLOCK_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dlock/export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct dlock_client dlock_client;
+
+/* Log levels passed to dlock_options.log_cb. */
+enum { DLOCK_LOG_ERROR = 0, DLOCK_LOG_WARN = 1, DLOCK_LOG_INFO = 2, DLOCK_LOG_DEBUG = 3 };
+
+typedef struct dlock_options {
+    size_t size;                /* set by dlock_options_init; lets fields be added later */
+    const char *url;            /* redis://[user:password@]host[:port][/db]
+                                   unix:///path/to/redis.sock[?db=N&user=U&password=P]
+                                   NULL: $DLOCK_URL, else redis://127.0.0.1:6379 */
+    int64_t watchdog_ms;        /* 30000: lease of holds taken without one; renewed every third */
+    int renew_batch;            /* 100: leases renewed per script call */
+    int64_t timeout_ms;         /* 3000: reply timeout per command */
+    int64_t connect_timeout_ms; /* 10000 */
+    int retry_attempts;         /* 3: resends of a command whose connection dropped, when safe */
+    int64_t retry_delay_ms;     /* 1000 (jittered): first reconnect backoff step, doubled up to 8x */
+    int64_t fair_wait_ms;       /* 5000: how long a silent fair-lock waiter keeps its place */
+    void (*log_cb)(int level, const char *msg, void *arg); /* NULL: no logging; loop thread */
+    void *log_arg;
+} dlock_options;
+
+/* Fills o with the defaults above. Always call it before setting fields. */
+DLOCK_EXTERN void dlock_options_init(dlock_options *o);
+
+/* Blocking face. Parses the options (DLOCK_EINVAL on a bad URL or value, before any I/O),
+ * starts the client's I/O thread and connects. Returns DLOCK_OK once the command
+ * connection is ready (authenticated, database selected, scripts loaded); DLOCK_ECONN if
+ * Redis could not be reached within connect_timeout_ms, DLOCK_EAUTH if it refused the
+ * credentials, DLOCK_ENOMEM. o may be NULL for all defaults. *out is written only on
+ * success; the caller owns the client and frees it with dlock_client_free(). */
+DLOCK_EXTERN int dlock_client_new(const dlock_options *o, dlock_client **out);
+
+/* Closes the client: stops renewals (held leases then expire in Redis by their lease),
+ * completes every pending operation with DLOCK_ECANCELED, closes the connections and joins
+ * the I/O thread. Every primitive made from c must be freed before. Blocking face: call
+ * from any thread but the loop thread. Async face: call on the loop thread; callbacks of
+ * canceled operations run inside this call. NULL is a no-op and returns DLOCK_OK. */
+DLOCK_EXTERN int dlock_client_free(dlock_client *c);
+
+/* The client's random UUID (36 lowercase characters), the first half of every owner
+ * field it writes. Valid as long as c. */
+DLOCK_EXTERN const char *dlock_client_id(const dlock_client *c);
+
+/* The owner id the blocking face uses for the calling thread: unique per thread for the
+ * life of the process (ids are never reused), never 0. Safe from any thread. */
+DLOCK_EXTERN uint64_t dlock_thread_owner(void);
+
+/* One round trip (PING) on the command connection. Blocking; any thread but the loop
+ * thread (DLOCK_EDEADLK there). DLOCK_OK, DLOCK_ECONN, DLOCK_ECLOSED. */
+DLOCK_EXTERN int dlock_client_ping(dlock_client *c);
+
+/* Async twin of dlock_client_ping: cb runs once on the loop thread, never from inside this
+ * call, with DLOCK_OK or an error. Returns DLOCK_OK, or an error and then cb never runs. */
+typedef void (*dlock_client_cb)(dlock_client *c, int status, void *arg);
+DLOCK_EXTERN int dlock_client_ping_async(dlock_client *c, dlock_client_cb cb, void *arg);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,57 @@
+/* dlock/error.h — error codes.
+ *
+ * Every dlock call that can fail returns int: DLOCK_OK (0) or one of the negative codes
+ * below. The codes are never renumbered; new ones are added at the end of the list. */
+#ifndef DLOCK_ERROR_H
+#define DLOCK_ERROR_H
+
+#include "dlock/export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* X(name, value, text): the one list the enum, dlock_strerror() and dlock_err_name()
+ * are made from. */
+#define DLOCK_ERRNO_MAP(X)                                                                         \
+    X(EINVAL, -1, "invalid argument")                                                              \
+    X(ENOMEM, -2, "out of memory")                                                                 \
+    X(ETIMEDOUT, -3, "timed out waiting for lock")                                                 \
+    X(ENOTOWNER, -4, "not held by this owner")                                                     \
+    X(ELOST, -5, "lease was lost while held")                                                      \
+    X(ECONN, -6, "Redis connection failed")                                                        \
+    X(EAUTH, -7, "Redis refused the credentials")                                                  \
+    X(EREDIS, -8, "Redis replied with an error")                                                   \
+    X(ECANCELED, -9, "operation canceled")                                                         \
+    X(ECLOSED, -10, "client is closed")                                                            \
+    X(EBUSY, -11, "object is busy")                                                                \
+    X(EDEADLK, -12, "blocking call on the client's loop thread")
+
+typedef enum dlock_errno {
+    DLOCK_OK = 0,
+#define DLOCK_ERRNO_ENUM_(name, value, text) DLOCK_##name = (value),
+    DLOCK_ERRNO_MAP(DLOCK_ERRNO_ENUM_)
+#undef DLOCK_ERRNO_ENUM_
+} dlock_errno;
+
+/* A short English text for err, e.g. "timed out waiting for lock". An unknown code gives
+ * "unknown error". Never NULL; static storage; safe from any thread. */
+DLOCK_EXTERN const char *dlock_strerror(int err);
+
+/* The code's name, e.g. "DLOCK_ETIMEDOUT"; "DLOCK_OK" for 0, "DLOCK_UNKNOWN" for a code
+ * that is not in the list. Never NULL; static storage; safe from any thread. */
+DLOCK_EXTERN const char *dlock_err_name(int err);
+
+/* Detail of the calling thread's most recent failed dlock call: the server's error text
+ * for DLOCK_EREDIS ("WRONGTYPE Operation against a key ..."), what was wrong for
+ * DLOCK_EINVAL ("bad URL: port out of range"), and so on. "" when the thread has no
+ * failure yet. The text belongs to the thread and stays valid until its next dlock call.
+ * On the async face the detail of a failure reported to a callback is readable from
+ * inside that callback. */
+DLOCK_EXTERN const char *dlock_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,41 @@
+/* dlock/version.h — the library's version.
+ *
+ * The three macros below are the single source of the version: CMake reads them to
+ * version the shared library, the CMake package and dlock.pc, so every place that
+ * reports a version agrees with this file. */
+#ifndef DLOCK_VERSION_H
+#define DLOCK_VERSION_H
+
+#include "dlock/export.h"
+
+#define DLOCK_VERSION_MAJOR 0
+#define DLOCK_VERSION_MINOR 1
+#define DLOCK_VERSION_PATCH 0
+
+#define DLOCK_VERSION_STRINGIFY_(x) #x
+#define DLOCK_VERSION_STRINGIFY(x) DLOCK_VERSION_STRINGIFY_(x)
+#define DLOCK_VERSION_STRING                                                                       \
+    DLOCK_VERSION_STRINGIFY(DLOCK_VERSION_MAJOR)                                                   \
+    "." DLOCK_VERSION_STRINGIFY(DLOCK_VERSION_MINOR) "." DLOCK_VERSION_STRINGIFY(DLOCK_VERSION_PATCH)
+
+/* One number that grows with every release: 0x00MMmmpp. */
+#define DLOCK_VERSION_HEX                                                                          \
+    ((DLOCK_VERSION_MAJOR << 16) | (DLOCK_VERSION_MINOR << 8) | DLOCK_VERSION_PATCH)
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The version of the library actually linked, as "MAJOR.MINOR.PATCH". It differs from
+ * DLOCK_VERSION_STRING only when a program runs against another build than the one it
+ * was compiled with. Never NULL; static storage; safe from any thread. */
+DLOCK_EXTERN const char *dlock_version_string(void);
+
+/* The linked library's DLOCK_VERSION_HEX. */
+DLOCK_EXTERN unsigned dlock_version_hex(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

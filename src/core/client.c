@@ -1,0 +1,325 @@
+/* client.c — options, the client's lifetime, its id, and the I/O thread of the blocking
+ * face.
+ *
+ * A client is the shared layer of one application's connection to one Redis: the command
+ * connection, the subscriber connection, the scheduler, the waiting engine and the
+ * watchdog, all run by one libev loop. dlock_client_new() gives that loop a thread of its
+ * own and waits until the command connection is ready; dlock_client_new_on_loop() puts the
+ * client on the application's loop and connects in the background. Closing happens on the
+ * loop thread, in the order that lets each part settle what the next part owns: queued
+ * calls, commands (which settles attempts of waiters and renewals), waiters, leases,
+ * subscriptions, timers. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "core.h"
+#include "dlock/adapters/libev.h"
+
+#define DEFAULT_URL "redis://127.0.0.1:6379"
+
+void dlock_options_init(dlock_options *o) {
+    if (!o)
+        return;
+    memset(o, 0, sizeof(*o));
+    o->size = sizeof(*o);
+    o->url = NULL;
+    o->watchdog_ms = 30000;
+    o->renew_batch = 100;
+    o->timeout_ms = 3000;
+    o->connect_timeout_ms = 10000;
+    o->retry_attempts = 3;
+    o->retry_delay_ms = 1000;
+    o->fair_wait_ms = 5000;
+}
+
+/* ---- helpers ---------------------------------------------------------------------------- */
+
+uint64_t dlock__random_u64(void) {
+    uint64_t v = 0;
+    if (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v))
+        v = (uint64_t)dlock__now_us() * 6364136223846793005ULL + 1442695040888963407ULL;
+    return v;
+}
+
+static int make_uuid(char out[37]) {
+    unsigned char b[16];
+    if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b))
+        return -1;
+    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40); /* version 4: random */
+    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
+    snprintf(out, 37,
+             "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+             b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+             b[15]);
+    return 0;
+}
+
+void dlock__log(dlock_client *c, int level, const char *fmt, ...) {
+    if (!c->opts.log_cb)
+        return;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    c->opts.log_cb(level, msg, c->opts.log_arg);
+}
+
+int64_t dlock__client_watchdog_ms(const dlock_client *c) { return c->opts.watchdog_ms; }
+
+int64_t dlock__client_fair_wait_ms(const dlock_client *c) { return c->opts.fair_wait_ms; }
+
+const char *dlock_client_id(const dlock_client *c) { return c ? c->id : ""; }
+
+/* ---- options ---------------------------------------------------------------------------- */
+
+/* Copies the caller's options over the defaults (only the fields its `size` covers, so a
+ * program built against an older, smaller struct still works) and checks them. */
+static int take_options(const dlock_options *in, dlock_options *out, dlock__endpoint *ep) {
+    dlock_options_init(out);
+    if (in) {
+        if (in->size < offsetof(dlock_options, watchdog_ms) || in->size > sizeof(*in))
+            return dlock__fail(DLOCK_EINVAL, "options.size is not set: call dlock_options_init");
+        memcpy((char *)out + sizeof(out->size), (const char *)in + sizeof(in->size),
+               in->size - sizeof(in->size));
+    }
+    if (out->watchdog_ms < 3)
+        return dlock__fail(DLOCK_EINVAL, "watchdog_ms must be at least 3");
+    if (out->renew_batch < 1 || out->renew_batch > 100000)
+        return dlock__fail(DLOCK_EINVAL, "renew_batch must be from 1 to 100000");
+    if (out->timeout_ms < 1)
+        return dlock__fail(DLOCK_EINVAL, "timeout_ms must be positive");
+    if (out->connect_timeout_ms < 1)
+        return dlock__fail(DLOCK_EINVAL, "connect_timeout_ms must be positive");
+    if (out->retry_attempts < 0 || out->retry_attempts > 1000)
+        return dlock__fail(DLOCK_EINVAL, "retry_attempts must be from 0 to 1000");
+    if (out->retry_delay_ms < 0 || out->retry_delay_ms > 3600000)
+        return dlock__fail(DLOCK_EINVAL, "retry_delay_ms must be from 0 to 3600000");
+    if (out->fair_wait_ms < 3)
+        return dlock__fail(DLOCK_EINVAL, "fair_wait_ms must be at least 3");
+    const char *url = out->url;
+    if (!url)
+        url = getenv("DLOCK_URL");
+    if (!url || !url[0])
+        url = DEFAULT_URL;
+    char err[200];
+    int rc = dlock__url_parse(url, ep, err, sizeof(err));
+    if (rc != DLOCK_OK)
+        return dlock__fail(rc, "%s", err);
+    out->url = NULL; /* the caller's string is not kept: the endpoint holds what it said */
+    return DLOCK_OK;
+}
+
+/* ---- lifetime --------------------------------------------------------------------------- */
+
+static void close_all(dlock_client *c) {
+    pthread_mutex_lock(&c->submit.mu);
+    atomic_store(&c->closing, true);
+    pthread_mutex_unlock(&c->submit.mu);
+    dlock__submit_close(&c->submit, c);
+    dlock__conn_close(&c->conn);
+    dlock__waits_close(&c->waits, c);
+    dlock__renew_close(&c->renew, c);
+    dlock__pubsub_close(&c->pubsub);
+    dlock__sched_close(&c->sched);
+}
+
+static void on_stop(struct ev_loop *loop, ev_async *w, int revents) {
+    (void)revents;
+    dlock_client *c = DLOCK__CONTAINER_OF(w, dlock_client, stop_async);
+    ev_async_stop(loop, w);
+    close_all(c);
+    ev_break(loop, EVBREAK_ALL);
+}
+
+static void *io_thread_main(void *arg) {
+    dlock_client *c = arg;
+    ev_run(c->loop, 0);
+    return NULL;
+}
+
+static void client_destroy(dlock_client *c) {
+    if (c->own_loop && c->loop)
+        ev_loop_destroy(c->loop);
+    dlock__endpoint_free(&c->endpoint);
+    dlock__free(c->script_sha);
+    pthread_mutex_destroy(&c->ready_mu);
+    pthread_cond_destroy(&c->ready_cond);
+    dlock__free(c);
+}
+
+static int client_create(const dlock_options *o, struct ev_loop *loop, dlock_client **out) {
+    dlock_options opts;
+    dlock__endpoint ep;
+    int rc = take_options(o, &opts, &ep);
+    if (rc != DLOCK_OK)
+        return rc;
+    dlock_client *c = dlock__calloc(1, sizeof(*c));
+    if (!c) {
+        dlock__endpoint_free(&ep);
+        return dlock__fail(DLOCK_ENOMEM, "out of memory");
+    }
+    c->opts = opts;
+    c->endpoint = ep;
+    pthread_mutex_init(&c->ready_mu, NULL);
+    pthread_cond_init(&c->ready_cond, NULL);
+    c->ready_status = 1;
+    c->script_sha = dlock__calloc(DLOCK__SCRIPT_COUNT > 0 ? DLOCK__SCRIPT_COUNT : 1,
+                                  sizeof(*c->script_sha));
+    if (!c->script_sha || make_uuid(c->id) != 0) {
+        client_destroy(c);
+        return dlock__fail(DLOCK_ENOMEM, "out of memory or no entropy for the client id");
+    }
+    c->own_loop = loop == NULL;
+    c->loop = loop ? loop : ev_loop_new(EVFLAG_AUTO);
+    if (!c->loop) {
+        client_destroy(c);
+        return dlock__fail(DLOCK_ENOMEM, "cannot create an event loop");
+    }
+    dlock__sched_init(&c->sched, c->loop);
+    dlock__submit_init(&c->submit, c);
+    dlock__conn_init(&c->conn, c);
+    dlock__pubsub_init(&c->pubsub, c);
+    dlock__waits_init(&c->waits);
+    dlock__renew_init(&c->renew, c);
+    ev_async_init(&c->stop_async, on_stop);
+    *out = c;
+    return DLOCK_OK;
+}
+
+void dlock__client_connect_outcome(dlock_client *c, int status) {
+    pthread_mutex_lock(&c->ready_mu);
+    if (c->ready_status == 1) {
+        c->ready_status = status;
+        pthread_cond_broadcast(&c->ready_cond);
+    }
+    pthread_mutex_unlock(&c->ready_mu);
+}
+
+/* Stops the I/O thread after closing everything on it, and frees c. */
+static void stop_and_destroy(dlock_client *c) {
+    ev_async_send(c->loop, &c->stop_async);
+    pthread_join(c->io_thread, NULL);
+    client_destroy(c);
+}
+
+int dlock_client_new(const dlock_options *o, dlock_client **out) {
+    if (!out)
+        return dlock__fail(DLOCK_EINVAL, "out is NULL");
+    dlock_client *c;
+    int rc = client_create(o, NULL, &c);
+    if (rc != DLOCK_OK)
+        return rc;
+    ev_async_start(c->loop, &c->stop_async);
+    /* The loop does not run yet: starting the connection from this thread is safe, and
+     * pthread_create orders it before everything the I/O thread does. */
+    dlock__link_start(&c->conn.link);
+    if (pthread_create(&c->io_thread, NULL, io_thread_main, c) != 0) {
+        close_all(c);
+        client_destroy(c);
+        return dlock__fail(DLOCK_ENOMEM, "cannot start the I/O thread");
+    }
+    c->loop_thread = c->io_thread;
+    pthread_mutex_lock(&c->ready_mu);
+    while (c->ready_status == 1)
+        pthread_cond_wait(&c->ready_cond, &c->ready_mu);
+    rc = c->ready_status;
+    pthread_mutex_unlock(&c->ready_mu);
+    if (rc != DLOCK_OK) {
+        /* the link's text says what went wrong; read it before the link is gone */
+        char why[200];
+        snprintf(why, sizeof(why), "%s", c->conn.link.last_error_text);
+        stop_and_destroy(c);
+        return dlock__fail(rc, "%s", why);
+    }
+    *out = c;
+    return DLOCK_OK;
+}
+
+int dlock_client_new_on_loop(const dlock_options *o, struct ev_loop *loop, dlock_client **out) {
+    if (!out || !loop)
+        return dlock__fail(DLOCK_EINVAL, "%s is NULL", out ? "loop" : "out");
+    dlock_client *c;
+    int rc = client_create(o, loop, &c);
+    if (rc != DLOCK_OK)
+        return rc;
+    c->loop_thread = pthread_self();
+    dlock__link_start(&c->conn.link);
+    *out = c;
+    return DLOCK_OK;
+}
+
+int dlock_client_free(dlock_client *c) {
+    if (!c)
+        return DLOCK_OK;
+    if (c->own_loop) {
+        if (dlock__on_loop_thread(c))
+            return dlock__fail(DLOCK_EDEADLK, "dlock_client_free on the client's loop thread");
+        stop_and_destroy(c);
+        return DLOCK_OK;
+    }
+    if (!dlock__on_loop_thread(c))
+        return dlock__fail(DLOCK_EINVAL, "async client freed off its loop thread");
+    if (c->callback_depth > 0)
+        return dlock__fail(DLOCK_EBUSY, "dlock_client_free from inside a dlock callback");
+    close_all(c);
+    client_destroy(c);
+    return DLOCK_OK;
+}
+
+/* ---- ping ------------------------------------------------------------------------------- */
+
+typedef struct ping_op {
+    dlock__op op;
+    dlock_client_cb cb;
+    void *arg;
+} ping_op;
+
+static void on_pong(dlock_client *c, int status, const dlock__reply *reply, void *arg) {
+    (void)c;
+    dlock__op *op = arg;
+    if (status != DLOCK_OK)
+        dlock__op_fail_reply(op, status, reply);
+    dlock__op_complete(op, status);
+}
+
+static void ping_start(dlock__op *op) {
+    static const char *const argv[] = {"PING"};
+    static const size_t lens[] = {4};
+    int rc = dlock__command(op->client, DLOCK__CMD_RETRY_SAFE, on_pong, op, 1, argv, lens);
+    if (rc != DLOCK_OK)
+        dlock__op_complete(op, dlock__op_fail(op, rc, "%s", dlock_strerror(rc)));
+}
+
+int dlock_client_ping(dlock_client *c) {
+    if (!c)
+        return dlock__fail(DLOCK_EINVAL, "client is NULL");
+    dlock__op op;
+    dlock__op_init(&op, c, ping_start);
+    return dlock__op_run(&op);
+}
+
+static void ping_complete(dlock__op *op) {
+    ping_op *p = DLOCK__CONTAINER_OF(op, ping_op, op);
+    p->cb(op->client, op->status, p->arg);
+    dlock__free(p);
+}
+
+int dlock_client_ping_async(dlock_client *c, dlock_client_cb cb, void *arg) {
+    if (!c || !cb)
+        return dlock__fail(DLOCK_EINVAL, "%s is NULL", c ? "cb" : "client");
+    ping_op *p = dlock__calloc(1, sizeof(*p));
+    if (!p)
+        return dlock__fail(DLOCK_ENOMEM, "out of memory");
+    dlock__op_init(&p->op, c, ping_start);
+    p->op.complete = ping_complete;
+    p->cb = cb;
+    p->arg = arg;
+    int rc = dlock__op_submit(&p->op);
+    if (rc != DLOCK_OK)
+        dlock__free(p);
+    return rc;
+}

@@ -1,0 +1,208 @@
+/* core.h — the core's own structures, shared by the files of src/core only.
+ *
+ * Primitives never include this header (they see dlock_int.h). Here live the client
+ * struct and the parts it is made of: the scheduler, the connection links, the command
+ * queue, the pub/sub router, the waiting engine's queues and the watchdog registry. */
+#ifndef DLOCK_CORE_H
+#define DLOCK_CORE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include <ev.h>
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+
+#include "dlock_int.h"
+#include "map.h"
+
+/* ---- connection endpoint (url.c) -------------------------------------------------------- */
+
+typedef struct dlock__endpoint {
+    bool is_unix;
+    char *host; /* TCP: host name or address (no brackets) */
+    int port;
+    char *path; /* unix socket path */
+    int db;
+    char *user;     /* NULL: no ACL user */
+    char *password; /* NULL: no AUTH */
+} dlock__endpoint;
+
+/* Parses url into ep (strings owned by ep). DLOCK_EINVAL with the reason in err. */
+int dlock__url_parse(const char *url, dlock__endpoint *ep, char *err, size_t errlen);
+void dlock__endpoint_free(dlock__endpoint *ep);
+
+/* ---- the scheduler (sched.c) ------------------------------------------------------------ */
+
+/* Every timer of a client lives in one binary heap driven by one ev_timer. Timers due at
+ * the same millisecond fire in the order they were started. */
+
+typedef struct dlock__sched {
+    struct ev_loop *loop;
+    ev_timer watcher;
+    dlock__timer **heap;
+    size_t count, cap;
+    uint64_t next_seq;
+    int64_t (*now_ms)(void); /* the clock; tests may replace it */
+} dlock__sched;
+
+void dlock__sched_init(dlock__sched *s, struct ev_loop *loop);
+void dlock__sched_close(dlock__sched *s); /* drops every timer without firing it */
+void dlock__timer_init(dlock__timer *t, dlock__timer_fn fn, void *arg);
+int dlock__timer_start_at(dlock__sched *s, dlock__timer *t, int64_t due_ms); /* restarts */
+int dlock__timer_start(dlock__sched *s, dlock__timer *t, int64_t delay_ms);
+void dlock__timer_stop(dlock__sched *s, dlock__timer *t);
+bool dlock__timer_active(const dlock__timer *t);
+/* Fire every timer due at now_ms (the ev_timer does this; tests call it directly). */
+void dlock__sched_run_due(dlock__sched *s, int64_t now_ms);
+
+/* ---- a connection to Redis with its handshake and reconnects (link.c) ------------------ */
+
+enum dlock__link_state {
+    LINK_IDLE,       /* not started */
+    LINK_CONNECTING, /* TCP/unix connect in progress */
+    LINK_HANDSHAKE,  /* AUTH / SELECT / script loads in flight */
+    LINK_READY,
+    LINK_BACKOFF, /* failed; reconnect timer running */
+    LINK_CLOSED,
+};
+
+typedef struct dlock__link dlock__link;
+struct dlock__link {
+    dlock_client *client;
+    const char *role; /* "command" | "subscriber", for logs */
+    redisAsyncContext *ac;
+    enum dlock__link_state state;
+    bool select_db;   /* SELECT on connect (the command link) */
+    int handshake_pending;
+    int failures; /* consecutive failed attempts: the backoff exponent */
+    int last_error;
+    char last_error_text[200];
+    dlock__timer timer; /* connect timeout, or the backoff delay */
+    /* owner's hooks */
+    void (*on_ready)(dlock__link *link);
+    void (*on_down)(dlock__link *link, int err); /* a ready link dropped, or an attempt failed */
+    /* extra handshake commands (the script loads); returns how many replies to wait for */
+    int (*handshake_extra)(dlock__link *link);
+};
+
+void dlock__link_init(dlock__link *link, dlock_client *c, const char *role);
+void dlock__link_start(dlock__link *link);
+/* Tear the connection down now and reconnect after a backoff (err says why). Not from
+ * inside a hiredis callback: use dlock__link_fail_later there. */
+void dlock__link_fail(dlock__link *link, int err, const char *why);
+void dlock__link_fail_later(dlock__link *link, int err, const char *why);
+void dlock__link_close(dlock__link *link);
+/* From a handshake reply callback: one expected reply arrived fine. */
+void dlock__link_handshake_step(dlock__link *link);
+/* From a handshake reply callback: the server refused; fail the attempt. */
+void dlock__link_handshake_error(dlock__link *link, const redisReply *reply);
+
+/* ---- the command connection and its queue (conn.c) ------------------------------------- */
+
+typedef struct dlock__cmd dlock__cmd;
+typedef struct dlock__cmd_queue {
+    dlock__cmd *head, *tail;
+    size_t count;
+} dlock__cmd_queue;
+
+typedef struct dlock__conn {
+    dlock__link link;
+    dlock__cmd_queue pending;  /* waiting for the link to be ready */
+    dlock__cmd_queue inflight; /* sent, reply not yet in: replies come back in this order */
+    dlock__timer deadline_timer; /* earliest reply timeout / give-up time */
+    bool closing;
+    uint64_t commands_sent; /* counters for tests and diagnostics */
+    uint64_t reconnects;
+} dlock__conn;
+
+void dlock__conn_init(dlock__conn *conn, dlock_client *c);
+void dlock__conn_close(dlock__conn *conn); /* fails every command with DLOCK_ECANCELED */
+
+/* ---- the script registry (script.c) ----------------------------------------------------- */
+
+/* Sends SCRIPT LOAD for every script on link (the handshake); returns replies to wait for. */
+int dlock__scripts_load(dlock__link *link);
+const char *dlock__script_sha(const dlock_client *c, enum dlock__script_id id);
+
+/* ---- the pub/sub router (pubsub.c) ------------------------------------------------------ */
+
+typedef struct dlock__pubsub {
+    dlock__link link;
+    dlock__map channels; /* name -> struct channel */
+    bool started;
+} dlock__pubsub;
+
+void dlock__pubsub_init(dlock__pubsub *ps, dlock_client *c);
+void dlock__pubsub_close(dlock__pubsub *ps);
+
+/* ---- the waiting engine (wait.c) -------------------------------------------------------- */
+
+typedef struct dlock__waits {
+    dlock__map queues; /* channel -> wait queue */
+} dlock__waits;
+
+void dlock__waits_init(dlock__waits *w);
+void dlock__waits_close(dlock__waits *w, dlock_client *c); /* cancels every waiter */
+
+/* ---- the watchdog registry (renew.c) ---------------------------------------------------- */
+
+typedef struct dlock__renew {
+    dlock__lease *held_head, *held_tail; /* held leases, ordered by confirmed_until_ms */
+    dlock__lease *pending;               /* registered, acquire not yet confirmed */
+    size_t held_count;
+    dlock__timer tick_timer;
+    dlock__timer expiry_timer; /* the earliest confirmed_until_ms */
+    uint64_t ticks, renew_calls; /* counters for tests and diagnostics */
+} dlock__renew;
+
+void dlock__renew_init(dlock__renew *r, dlock_client *c);
+void dlock__renew_close(dlock__renew *r, dlock_client *c); /* forgets every lease, no callback */
+
+/* ---- the submit door (submit.c) --------------------------------------------------------- */
+
+typedef struct dlock__submit {
+    pthread_mutex_t mu;
+    dlock__op *head, *tail;
+    ev_async wakeup;
+} dlock__submit;
+
+void dlock__submit_init(dlock__submit *s, dlock_client *c);
+void dlock__submit_close(dlock__submit *s, dlock_client *c); /* completes queued ops: ECANCELED */
+
+/* ---- the client (client.c) -------------------------------------------------------------- */
+
+struct dlock_client {
+    dlock_options opts;
+    dlock__endpoint endpoint;
+    char id[37];
+
+    struct ev_loop *loop;
+    bool own_loop;
+    pthread_t io_thread;
+    pthread_t loop_thread;
+    atomic_bool closing;
+    ev_async stop_async;
+    int callback_depth; /* > 0 while a user callback runs (async face) */
+
+    dlock__sched sched;
+    dlock__submit submit;
+    dlock__conn conn;
+    dlock__pubsub pubsub;
+    dlock__waits waits;
+    dlock__renew renew;
+    char (*script_sha)[41]; /* DLOCK__SCRIPT_COUNT entries; "" until loaded */
+
+    /* dlock_client_new waits here for the first connection's outcome */
+    pthread_mutex_t ready_mu;
+    pthread_cond_t ready_cond;
+    int ready_status; /* 1 while unknown */
+};
+
+/* 64 random bits (getrandom), for backoff jitter and ids. */
+uint64_t dlock__random_u64(void);
+
+/* The link's first attempt finished (DLOCK_OK or its error): dlock_client_new returns. */
+void dlock__client_connect_outcome(dlock_client *c, int status);
+
+#endif

@@ -1,0 +1,270 @@
+/* dlock_int.h — what a primitive may use of the core.
+ *
+ * A primitive (src/lock, src/semaphore, ...) includes this header and no other header of
+ * the core, never <ev.h> nor hiredis. It asks the core for four things:
+ *   - run a script or a command and get its reply      (dlock__script, dlock__command)
+ *   - wait for an object, woken by its channel or a hint (dlock__wait_*)
+ *   - keep a lease alive while it is held              (dlock__lease_*)
+ *   - carry a call from the user's thread to the loop   (dlock__op_*)
+ * Everything here runs on the client's loop thread unless it says otherwise. */
+#ifndef DLOCK_INT_H
+#define DLOCK_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dlock/client.h"
+#include "dlock/error.h"
+#include "dlock_scripts.h" /* generated: enum dlock__script_id, one id per src/<folder>/<op>.lua */
+
+#define DLOCK__CONTAINER_OF(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
+
+/* ---- timers (sched.c) ------------------------------------------------------------------ */
+
+/* A timer of the client's scheduler, embedded in its owner's struct. Primitives do not
+ * start timers themselves: they wait through the engine below. */
+typedef struct dlock__timer dlock__timer;
+typedef void (*dlock__timer_fn)(dlock__timer *t, void *arg);
+struct dlock__timer {
+    int64_t due_ms;
+    uint64_t seq;
+    size_t heap_index; /* SIZE_MAX when not scheduled */
+    dlock__timer_fn fn;
+    void *arg;
+};
+
+/* ---- memory (alloc.c) ------------------------------------------------------------------ */
+
+void *dlock__malloc(size_t n);
+void *dlock__calloc(size_t count, size_t n);
+void *dlock__realloc(void *p, size_t n);
+void dlock__free(void *p);
+char *dlock__strdup(const char *s);
+char *dlock__strndup(const char *s, size_t n);
+
+/* ---- errors (error.c) ------------------------------------------------------------------ */
+
+/* Sets the calling thread's dlock_last_error() text (printf-style) and returns err, so a
+ * failure path reads `return dlock__fail(DLOCK_EINVAL, "name is empty");`. */
+int dlock__fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void dlock__set_last_error(const char *text);
+
+/* ---- time ------------------------------------------------------------------------------ */
+
+int64_t dlock__now_ms(void); /* CLOCK_MONOTONIC */
+int64_t dlock__now_us(void);
+
+/* ---- the client's settings a primitive reads ------------------------------------------- */
+
+int64_t dlock__client_watchdog_ms(const dlock_client *c);
+int64_t dlock__client_fair_wait_ms(const dlock_client *c);
+void dlock__log(dlock_client *c, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* ---- owners (owner.c) ------------------------------------------------------------------ */
+
+/* "<client-id>:<owner>", the owner field of REDIS_LAYOUT.md. buf must hold
+ * DLOCK__OWNER_FIELD_MAX bytes; returns the length written. */
+#define DLOCK__OWNER_FIELD_MAX (36 + 1 + 20 + 1)
+size_t dlock__owner_field(const dlock_client *c, uint64_t owner, char *buf);
+
+/* The Redisson key names of REDIS_LAYOUT.md, in a new string the caller frees:
+ * prefixed(p, N) = "p:{N}" ("p:N" when N holds a '{'), suffixed(N, s) = "{N}:s" ("N:s"). */
+char *dlock__name_prefixed(const char *prefix, const char *name);
+char *dlock__name_suffixed(const char *name, const char *suffix);
+
+/* DLOCK_EINVAL (with a last-error text) unless name is a usable object name. */
+int dlock__check_name(const char *name);
+
+/* ---- replies (conn.c) ------------------------------------------------------------------ */
+
+/* A server reply, valid only inside the callback that receives it. */
+typedef struct redisReply dlock__reply;
+enum dlock__reply_type {
+    DLOCK__REPLY_STRING = 1,
+    DLOCK__REPLY_ARRAY = 2,
+    DLOCK__REPLY_INTEGER = 3,
+    DLOCK__REPLY_NIL = 4,
+    DLOCK__REPLY_STATUS = 5,
+    DLOCK__REPLY_ERROR = 6,
+};
+int dlock__reply_type(const dlock__reply *r);
+long long dlock__reply_int(const dlock__reply *r);                /* INTEGER, or a decimal STRING */
+const char *dlock__reply_str(const dlock__reply *r, size_t *len); /* STRING/STATUS/ERROR */
+size_t dlock__reply_count(const dlock__reply *r);                 /* ARRAY elements */
+const dlock__reply *dlock__reply_at(const dlock__reply *r, size_t i);
+
+/* ---- operations: a user call carried to the loop thread (submit.c) --------------------- */
+
+/* An op is one public call in flight. The blocking face keeps it on the caller's stack and
+ * waits for it; the async face allocates it and gets `complete` on the loop thread. A
+ * primitive embeds a dlock__op first in its own op struct. */
+typedef struct dlock__op dlock__op;
+typedef void (*dlock__op_fn)(dlock__op *op);
+struct dlock__op {
+    dlock__op *next; /* submit queue */
+    dlock_client *client;
+    dlock__op_fn start;    /* loop thread: begin the work; ends with dlock__op_complete() */
+    dlock__op_fn complete; /* loop thread: the async face's callback (set by the primitive) */
+    int status;
+    char error_text[256]; /* detail for dlock_last_error() */
+    void *blocking_waiter; /* submit.c's private completion for the blocking face */
+};
+
+void dlock__op_init(dlock__op *op, dlock_client *c, dlock__op_fn start);
+
+/* Blocking face, any thread but the loop thread: run op and wait for it. Returns its
+ * status and sets the caller's dlock_last_error(). DLOCK_EDEADLK on the loop thread,
+ * DLOCK_ECLOSED on a closing client (op never starts). */
+int dlock__op_run(dlock__op *op);
+
+/* Async face: queue op to start on the next loop turn; op->complete runs exactly once.
+ * DLOCK_ECLOSED on a closing client (then nothing runs). Safe from any thread. */
+int dlock__op_submit(dlock__op *op);
+
+/* Loop thread: op is over. For the async face op->complete runs now, with the loop
+ * thread's dlock_last_error() set to the op's detail. The op may be freed by complete. */
+void dlock__op_complete(dlock__op *op, int status);
+
+/* Record a failure's detail in op (printf-style); returns err. */
+int dlock__op_fail(dlock__op *op, int err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* True on the client's loop thread. */
+bool dlock__on_loop_thread(const dlock_client *c);
+
+/* ---- commands and scripts (conn.c, script.c) ------------------------------------------- */
+
+/* status DLOCK_OK: reply is the server's answer (never an error reply).
+ * DLOCK_EREDIS: reply is the error reply; its text is the detail.
+ * DLOCK_ECONN: the connection failed and the command could not be completed (reply NULL).
+ * DLOCK_ECANCELED: the client is closing (reply NULL).
+ * DLOCK_EAUTH: the server refused our credentials (reply NULL). */
+typedef void (*dlock__reply_fn)(dlock_client *c, int status, const dlock__reply *reply,
+                                void *arg);
+
+enum dlock__cmd_flags {
+    /* The command may be sent again when its connection dropped before the reply came:
+     * running it twice has the effect of running it once (a read, a renewal, a script
+     * written to recognise its own retry). Without it a lost reply is DLOCK_ECONN. */
+    DLOCK__CMD_RETRY_SAFE = 1u << 0,
+};
+
+/* Queue a command (argv as binary-safe strings, copied). fn runs exactly once, on the loop
+ * thread, never inside this call. Returns DLOCK_OK, or DLOCK_ENOMEM/DLOCK_ECLOSED and then
+ * fn never runs. Commands go out in the order they were queued. */
+int dlock__command(dlock_client *c, unsigned flags, dlock__reply_fn fn, void *arg, int argc,
+                   const char *const *argv, const size_t *argvlen);
+
+/* Queue EVALSHA of a library script with nkeys keys then the other args; falls back to EVAL
+ * when the server answers NOSCRIPT. Same contract as dlock__command. */
+int dlock__script(dlock_client *c, enum dlock__script_id script, unsigned flags,
+                  dlock__reply_fn fn, void *arg, int nkeys, int nargs, const char *const *args,
+                  const size_t *argslen);
+
+/* Detail text of a failed command for an op: the error reply's text or a description of
+ * status. */
+int dlock__op_fail_reply(dlock__op *op, int status, const dlock__reply *reply);
+
+/* ---- pub/sub (pubsub.c) ---------------------------------------------------------------- */
+
+/* A listener on one channel. The router sends one SUBSCRIBE per channel however many
+ * listeners, and UNSUBSCRIBE when the last leaves. on_ready runs each time the channel's
+ * subscription is confirmed (first time, and again after a reconnect: messages may have
+ * been missed while it was down). on_message runs for every message. */
+typedef struct dlock__listener dlock__listener;
+struct dlock__listener {
+    void (*on_ready)(dlock__listener *l);
+    void (*on_message)(dlock__listener *l, const char *msg, size_t len);
+    /* router's bookkeeping */
+    dlock__listener *prev, *next;
+    void *channel;
+};
+int dlock__listen(dlock_client *c, const char *channel, dlock__listener *l);
+void dlock__unlisten(dlock_client *c, dlock__listener *l);
+bool dlock__listener_ready(const dlock__listener *l); /* subscription confirmed and up */
+
+/* ---- the waiting engine (wait.c) ------------------------------------------------------- */
+
+/* The engine waits for an object on behalf of one op: try -> subscribe -> try again ->
+ * sleep until a message or min(hint, time left) -> try ... -> deadline. The primitive
+ * supplies how to try and what a message means. */
+typedef struct dlock__waiter dlock__waiter;
+
+/* The result of one attempt, passed to dlock__wait_result(). */
+#define DLOCK__BUSY 1 /* not obtained yet; keep waiting */
+
+typedef struct dlock__wait_ops {
+    /* Send one attempt (a script); its reply handler calls dlock__wait_result(). */
+    void (*attempt)(dlock__waiter *w);
+    /* How many of this client's waiters one message on the channel wakes: 1 when the
+     * message frees one holder's place, -1 for all. NULL means all. */
+    int (*wake_count)(const char *msg, size_t len);
+    /* The wait is over: DLOCK_OK (obtained), DLOCK_ETIMEDOUT, DLOCK_ECANCELED or the error
+     * of an attempt. The waiter is out of the engine; the primitive owns it again. */
+    void (*done)(dlock__waiter *w, int status);
+} dlock__wait_ops;
+
+struct dlock__waiter {
+    const dlock__wait_ops *ops;
+    dlock_client *client;
+    int64_t deadline_ms; /* monotonic; INT64_MAX: no deadline */
+    /* the engine's state */
+    const char *channel; /* the primitive's string; must live as long as the wait */
+    int state;
+    bool canceled;     /* cancel asked; acted on when no attempt is in flight */
+    bool woken;        /* holds one of the queue's wakes, not yet used up */
+    uint64_t seen_seq; /* the queue's event count when the attempt went out, +1; 0: unknown */
+    void *queue;
+    dlock__waiter *prev, *next;
+    dlock__timer timer;
+};
+
+/* Start waiting on channel (kept by the primitive until done); the first attempt goes out
+ * at once. wait_ms: 0 = one attempt,
+ * DLOCK_FOREVER (-1) = no deadline. */
+void dlock__wait_start(dlock__waiter *w, dlock_client *c, const dlock__wait_ops *ops,
+                       const char *channel, int64_t wait_ms);
+
+/* From the attempt's reply handler: DLOCK_OK (obtained; the wait ends), DLOCK__BUSY with a
+ * hint (ms until the object may free itself, e.g. the holder's TTL; -1 none), or an error
+ * (the wait ends with it). */
+void dlock__wait_result(dlock__waiter *w, int status, int64_t hint_ms);
+
+/* End the wait early: done(DLOCK_ECANCELED) follows, after an attempt in flight has
+ * answered (done(DLOCK_OK) if that attempt obtained it). */
+void dlock__wait_cancel(dlock__waiter *w);
+
+/* Wake up to n (-1 = all) of this client's waiters on channel now, as a message would:
+ * a primitive calls it when its own release freed the object, so a local waiter does not
+ * wait for the message's round trip. */
+void dlock__wait_kick(dlock_client *c, const char *channel, int n);
+
+/* ---- the watchdog (renew.c) ------------------------------------------------------------ */
+
+/* A lease the watchdog keeps alive: one (key, field) held by one owner with lease
+ * DLOCK_WATCHDOG. Every watchdog_ms/3 the core renews every held lease of the client,
+ * renew_batch per script call, all calls pipelined in one write. */
+typedef struct dlock__lease dlock__lease;
+
+typedef struct dlock__lease_ops {
+    /* Renew script: KEYS = the batch's keys; ARGV[1] = watchdog_ms, ARGV[1+i] = field of
+     * KEYS[i]. Reply: an array with 1 (renewed) or 0 (gone) per key. */
+    enum dlock__script_id renew_script;
+    /* The lease is lost: renewal found it gone, or could not confirm it before it ran
+     * out. The lease is out of the registry and freed after this returns. */
+    void (*lost)(dlock__lease *lease, void *owner_ctx);
+} dlock__lease_ops;
+
+/* Register before the acquire is sent, so a release can never race ahead of it. The lease
+ * is not renewed until dlock__lease_held(). Returns NULL on ENOMEM. */
+dlock__lease *dlock__lease_new(dlock_client *c, const dlock__lease_ops *ops, const char *key,
+                               const char *field, void *owner_ctx);
+/* The acquire succeeded; it was sent at sent_at_ms (monotonic), so the lease runs to
+ * sent_at_ms + watchdog_ms unless renewed. */
+void dlock__lease_held(dlock__lease *lease, int64_t sent_at_ms);
+/* Stop renewing (the release starts, the acquire failed, the handle goes): the registry
+ * frees the lease; the caller must not use it again. */
+void dlock__lease_drop(dlock__lease *lease);
+
+#endif

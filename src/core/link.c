@@ -1,0 +1,227 @@
+/* link.c — one connection to Redis: connect (TCP or unix) within connect_timeout_ms,
+ * the handshake (AUTH, SELECT, whatever the owner adds: the script loads), and reconnect
+ * after a drop with capped, jittered exponential backoff.
+ *
+ * The command connection (conn.c) and the subscriber connection (pubsub.c) are both links;
+ * they only say what to do when the link becomes ready and when it goes down.
+ *
+ * hiredis contexts are never freed from inside a hiredis callback: a failure seen there is
+ * acted on from a zero-delay timer (dlock__link_fail_later). Before a context is freed its
+ * data pointer is cleared, so the NULL-reply callbacks hiredis runs while freeing it find
+ * no link and do nothing; the owner settles its commands in on_down instead. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/adapters/libev.h>
+
+#include "core.h"
+
+/* Backoff after k consecutive failed attempts: retry_delay_ms * 2^(k-1), at most 8x, then
+ * a random point in its upper half so that many clients cut off together do not come
+ * back together. The first attempt after a ready link drops goes out at once. */
+static int64_t backoff_ms(const dlock__link *link) {
+    int64_t base = link->client->opts.retry_delay_ms;
+    int shift = link->failures - 1 < 3 ? link->failures - 1 : 3;
+    int64_t d = base << shift;
+    if (d <= 1)
+        return d;
+    return d / 2 + (int64_t)(dlock__random_u64() % (uint64_t)(d / 2 + 1));
+}
+
+static void set_error(dlock__link *link, int err, const char *why) {
+    link->last_error = err;
+    snprintf(link->last_error_text, sizeof(link->last_error_text), "%s connection: %s",
+             link->role, why);
+}
+
+/* Frees the hiredis context now (never from inside one of its callbacks). */
+static void drop_context(dlock__link *link) {
+    redisAsyncContext *ac = link->ac;
+    if (!ac)
+        return;
+    link->ac = NULL;
+    ac->data = NULL;
+    redisAsyncFree(ac);
+}
+
+static void go_down(dlock__link *link, int err, const char *why, int64_t delay_ms) {
+    set_error(link, err, why);
+    dlock__log(link->client, DLOCK_LOG_WARN, "%s", link->last_error_text);
+    drop_context(link);
+    link->state = LINK_BACKOFF;
+    dlock__timer_start(&link->client->sched, &link->timer, delay_ms);
+    if (link->on_down)
+        link->on_down(link, err);
+}
+
+/* A connect attempt failed (refused, timed out, handshake refused). */
+static void attempt_failed(dlock__link *link, int err, const char *why) {
+    link->failures++;
+    go_down(link, err, why, backoff_ms(link));
+}
+
+void dlock__link_fail(dlock__link *link, int err, const char *why) {
+    if (link->state == LINK_CLOSED || link->state == LINK_BACKOFF || link->state == LINK_IDLE)
+        return;
+    if (link->state == LINK_READY) {
+        link->failures = 0;
+        go_down(link, err, why, 0);
+    } else {
+        attempt_failed(link, err, why);
+    }
+}
+
+static void on_timer(dlock__timer *t, void *arg) {
+    (void)t;
+    dlock__link *link = arg;
+    switch (link->state) {
+    case LINK_BACKOFF:
+        dlock__link_start(link);
+        break;
+    case LINK_CONNECTING:
+    case LINK_HANDSHAKE:
+        if (link->last_error != DLOCK_OK) /* dlock__link_fail_later */
+            attempt_failed(link, link->last_error, link->last_error_text);
+        else
+            attempt_failed(link, DLOCK_ECONN, "connect timed out");
+        break;
+    case LINK_READY:
+        if (link->last_error != DLOCK_OK)
+            dlock__link_fail(link, link->last_error, link->last_error_text);
+        break;
+    default:
+        break;
+    }
+}
+
+void dlock__link_fail_later(dlock__link *link, int err, const char *why) {
+    if (link->state == LINK_CLOSED || link->state == LINK_BACKOFF)
+        return;
+    set_error(link, err, why);
+    /* keep only the reason in last_error_text; set_error prefixed the role */
+    snprintf(link->last_error_text, sizeof(link->last_error_text), "%s", why);
+    dlock__timer_start(&link->client->sched, &link->timer, 0);
+}
+
+static void become_ready(dlock__link *link) {
+    dlock__timer_stop(&link->client->sched, &link->timer);
+    link->state = LINK_READY;
+    link->failures = 0;
+    link->last_error = DLOCK_OK;
+    link->last_error_text[0] = '\0';
+    dlock__log(link->client, DLOCK_LOG_INFO, "%s connection ready", link->role);
+    if (link->on_ready)
+        link->on_ready(link);
+}
+
+void dlock__link_handshake_step(dlock__link *link) {
+    if (link->state == LINK_HANDSHAKE && --link->handshake_pending == 0)
+        become_ready(link);
+}
+
+static bool starts_with(const char *s, const char *prefix) {
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+void dlock__link_handshake_error(dlock__link *link, const redisReply *reply) {
+    const char *text = reply && reply->str ? reply->str : "no reply";
+    bool refused = starts_with(text, "WRONGPASS") || starts_with(text, "NOAUTH") ||
+                   strstr(text, "invalid password") || strstr(text, "invalid username");
+    dlock__link_fail_later(link, refused ? DLOCK_EAUTH : DLOCK_EREDIS, text);
+}
+
+static void on_handshake_reply(redisAsyncContext *ac, void *r, void *privdata) {
+    (void)privdata;
+    dlock__link *link = ac->data;
+    redisReply *reply = r;
+    if (!link || !reply)
+        return;
+    if (reply->type == REDIS_REPLY_ERROR)
+        dlock__link_handshake_error(link, reply);
+    else
+        dlock__link_handshake_step(link);
+}
+
+static void on_connect(const redisAsyncContext *cac, int status) {
+    redisAsyncContext *ac = (redisAsyncContext *)cac;
+    dlock__link *link = ac->data;
+    if (!link)
+        return;
+    if (status != REDIS_OK) {
+        /* hiredis frees ac itself after this callback */
+        link->ac = NULL;
+        ac->data = NULL;
+        attempt_failed(link, DLOCK_ECONN, ac->errstr[0] ? ac->errstr : "connect failed");
+        return;
+    }
+    link->state = LINK_HANDSHAKE;
+    link->handshake_pending = 1; /* held until every handshake command is queued */
+    const dlock__endpoint *ep = &link->client->endpoint;
+    if (ep->password) {
+        link->handshake_pending++;
+        if (ep->user)
+            redisAsyncCommand(ac, on_handshake_reply, NULL, "AUTH %s %s", ep->user, ep->password);
+        else
+            redisAsyncCommand(ac, on_handshake_reply, NULL, "AUTH %s", ep->password);
+    }
+    if (link->select_db && ep->db != 0) {
+        link->handshake_pending++;
+        redisAsyncCommand(ac, on_handshake_reply, NULL, "SELECT %d", ep->db);
+    }
+    if (link->handshake_extra)
+        link->handshake_pending += link->handshake_extra(link);
+    dlock__link_handshake_step(link);
+}
+
+static void on_disconnect(const redisAsyncContext *cac, int status) {
+    (void)status;
+    dlock__link *link = cac->data;
+    if (!link || link->ac != cac)
+        return; /* a context we dropped ourselves */
+    /* hiredis frees the context after this callback */
+    link->ac = NULL;
+    ((redisAsyncContext *)cac)->data = NULL;
+    dlock__link_fail(link, DLOCK_ECONN,
+                     cac->errstr[0] ? cac->errstr : "connection closed by the server");
+}
+
+void dlock__link_init(dlock__link *link, dlock_client *c, const char *role) {
+    memset(link, 0, sizeof(*link));
+    link->client = c;
+    link->role = role;
+    link->state = LINK_IDLE;
+    dlock__timer_init(&link->timer, on_timer, link);
+}
+
+void dlock__link_start(dlock__link *link) {
+    dlock_client *c = link->client;
+    const dlock__endpoint *ep = &c->endpoint;
+    link->state = LINK_CONNECTING;
+    link->last_error = DLOCK_OK;
+    redisAsyncContext *ac = ep->is_unix ? redisAsyncConnectUnix(ep->path)
+                                        : redisAsyncConnect(ep->host, ep->port);
+    if (!ac) {
+        attempt_failed(link, DLOCK_ECONN, "out of memory");
+        return;
+    }
+    if (ac->err) {
+        char why[160];
+        snprintf(why, sizeof(why), "%s", ac->errstr);
+        redisAsyncFree(ac);
+        attempt_failed(link, DLOCK_ECONN, why);
+        return;
+    }
+    ac->data = link;
+    link->ac = ac;
+    redisLibevAttach(c->loop, ac);
+    redisAsyncSetConnectCallback(ac, on_connect);
+    redisAsyncSetDisconnectCallback(ac, on_disconnect);
+    dlock__timer_start(&c->sched, &link->timer, c->opts.connect_timeout_ms);
+}
+
+void dlock__link_close(dlock__link *link) {
+    link->state = LINK_CLOSED;
+    dlock__timer_stop(&link->client->sched, &link->timer);
+    drop_context(link);
+}

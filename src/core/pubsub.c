@@ -1,0 +1,255 @@
+/* pubsub.c — the subscriber connection and the channel router.
+ *
+ * One subscriber connection per client, opened when the first listener arrives. However
+ * many listeners a channel has, the router sends one SUBSCRIBE for it and one UNSUBSCRIBE
+ * when the last listener leaves. Each channel moves through
+ *
+ *   IDLE --SUBSCRIBE--> SUBSCRIBING --confirmed--> ACTIVE --UNSUBSCRIBE--> UNSUBSCRIBING
+ *
+ * and a listener that arrives while the channel is UNSUBSCRIBING waits for that
+ * confirmation before the channel is subscribed again, so hiredis' per-channel callback
+ * table never sees a SUBSCRIBE overtaken by an older UNSUBSCRIBE. When the connection
+ * drops, every channel with listeners goes back to IDLE and is subscribed again once the
+ * connection is back; its listeners then get on_ready again: messages may have been lost
+ * meanwhile, and on_ready is their cue to look at the object afresh. */
+#include <string.h>
+
+#include "core.h"
+
+enum channel_state { CH_IDLE, CH_SUBSCRIBING, CH_ACTIVE, CH_UNSUBSCRIBING };
+
+typedef struct channel {
+    char *name;
+    size_t len;
+    enum channel_state state;
+    dlock__listener *listeners;
+    size_t nlisteners;
+} channel;
+
+/* Channels per SUBSCRIBE command when many are (re)subscribed at once. */
+#define SUBSCRIBE_BATCH 500
+
+static dlock__pubsub *pubsub_of(dlock__link *link) {
+    return DLOCK__CONTAINER_OF(link, dlock__pubsub, link);
+}
+
+static void on_sub_reply(redisAsyncContext *ac, void *r, void *privdata);
+
+static void channel_free(dlock__pubsub *ps, channel *ch) {
+    dlock__map_remove(&ps->channels, ch->name);
+    dlock__free(ch->name);
+    dlock__free(ch);
+}
+
+static void send_batch(dlock__pubsub *ps, const char *verb, channel **chs, size_t n) {
+    if (n == 0 || !ps->link.ac || ps->link.state != LINK_READY)
+        return;
+    const char **argv = dlock__malloc(sizeof(*argv) * (n + 1));
+    size_t *lens = dlock__malloc(sizeof(*lens) * (n + 1));
+    if (argv && lens) {
+        argv[0] = verb;
+        lens[0] = strlen(verb);
+        for (size_t i = 0; i < n; i++) {
+            argv[i + 1] = chs[i]->name;
+            lens[i + 1] = chs[i]->len;
+        }
+        redisAsyncCommandArgv(ps->link.ac, on_sub_reply, ps, (int)n + 1, argv, lens);
+    } else {
+        dlock__link_fail_later(&ps->link, DLOCK_ECONN, "out of memory subscribing");
+    }
+    dlock__free(argv);
+    dlock__free(lens);
+}
+
+static void subscribe_one(dlock__pubsub *ps, channel *ch) {
+    if (ps->link.state != LINK_READY)
+        return; /* on_ready subscribes every IDLE channel */
+    ch->state = CH_SUBSCRIBING;
+    send_batch(ps, "SUBSCRIBE", &ch, 1);
+}
+
+static void notify_ready(channel *ch) {
+    dlock__listener *l = ch->listeners;
+    while (l) {
+        dlock__listener *next = l->next;
+        if (l->on_ready)
+            l->on_ready(l);
+        l = next;
+    }
+}
+
+static void on_sub_reply(redisAsyncContext *ac, void *r, void *privdata) {
+    (void)privdata;
+    dlock__link *link = ac->data;
+    redisReply *reply = r;
+    if (!link || !reply || reply->type != REDIS_REPLY_ARRAY || reply->elements < 3 ||
+        reply->element[0]->type != REDIS_REPLY_STRING ||
+        reply->element[1]->type != REDIS_REPLY_STRING)
+        return;
+    dlock__pubsub *ps = pubsub_of(link);
+    const char *kind = reply->element[0]->str;
+    channel *ch = dlock__map_get(&ps->channels, reply->element[1]->str);
+    if (!ch)
+        return;
+    if (strcmp(kind, "message") == 0) {
+        const redisReply *payload = reply->element[2];
+        dlock__listener *l = ch->listeners;
+        while (l) {
+            /* a listener may leave from inside its own callback */
+            dlock__listener *next = l->next;
+            if (l->on_message)
+                l->on_message(l, payload->str ? payload->str : "", payload->len);
+            l = next;
+        }
+    } else if (strcmp(kind, "subscribe") == 0) {
+        if (ch->state == CH_SUBSCRIBING) {
+            ch->state = CH_ACTIVE;
+            notify_ready(ch);
+        }
+    } else if (strcmp(kind, "unsubscribe") == 0) {
+        if (ch->state != CH_UNSUBSCRIBING)
+            return;
+        if (ch->nlisteners > 0)
+            subscribe_one(ps, ch);
+        else
+            channel_free(ps, ch);
+    }
+}
+
+static void collect_idle(const char *key, void *value, void *arg) {
+    (void)key;
+    channel *ch = value;
+    channel ***cursor = arg;
+    if (ch->state == CH_IDLE && ch->nlisteners > 0)
+        *(*cursor)++ = ch;
+}
+
+static void on_ready(dlock__link *link) {
+    dlock__pubsub *ps = pubsub_of(link);
+    size_t n = ps->channels.count;
+    if (n == 0)
+        return;
+    channel **all = dlock__malloc(sizeof(*all) * n), **cursor = all;
+    if (!all) {
+        dlock__link_fail_later(link, DLOCK_ECONN, "out of memory resubscribing");
+        return;
+    }
+    dlock__map_each(&ps->channels, collect_idle, &cursor);
+    size_t count = (size_t)(cursor - all);
+    for (size_t i = 0; i < count; i++)
+        all[i]->state = CH_SUBSCRIBING;
+    for (size_t i = 0; i < count; i += SUBSCRIBE_BATCH)
+        send_batch(ps, "SUBSCRIBE", all + i, count - i < SUBSCRIBE_BATCH ? count - i : SUBSCRIBE_BATCH);
+    dlock__free(all);
+}
+
+static void collect_all(const char *key, void *value, void *arg) {
+    (void)key;
+    channel ***cursor = arg;
+    *(*cursor)++ = value;
+}
+
+/* Calls fn on every channel; fn may free the channel. */
+static void each_channel(dlock__pubsub *ps, void (*fn)(dlock__pubsub *ps, channel *ch)) {
+    size_t n = ps->channels.count;
+    if (n == 0)
+        return;
+    channel **all = dlock__malloc(sizeof(*all) * n), **cursor = all;
+    if (!all)
+        return;
+    dlock__map_each(&ps->channels, collect_all, &cursor);
+    for (size_t i = 0; i < n; i++)
+        fn(ps, all[i]);
+    dlock__free(all);
+}
+
+static void reset_channel(dlock__pubsub *ps, channel *ch) {
+    if (ch->nlisteners == 0)
+        channel_free(ps, ch);
+    else
+        ch->state = CH_IDLE;
+}
+
+static void on_down(dlock__link *link, int err) {
+    (void)err;
+    each_channel(pubsub_of(link), reset_channel);
+}
+
+void dlock__pubsub_init(dlock__pubsub *ps, dlock_client *c) {
+    memset(ps, 0, sizeof(*ps));
+    dlock__link_init(&ps->link, c, "subscriber");
+    ps->link.on_ready = on_ready;
+    ps->link.on_down = on_down;
+    dlock__map_init(&ps->channels);
+}
+
+static void free_channel(dlock__pubsub *ps, channel *ch) {
+    for (dlock__listener *l = ch->listeners; l; l = l->next)
+        l->channel = NULL;
+    channel_free(ps, ch);
+}
+
+void dlock__pubsub_close(dlock__pubsub *ps) {
+    dlock__link_close(&ps->link);
+    each_channel(ps, free_channel);
+    dlock__map_free(&ps->channels);
+}
+
+int dlock__listen(dlock_client *c, const char *name, dlock__listener *l) {
+    dlock__pubsub *ps = &c->pubsub;
+    if (ps->link.state == LINK_CLOSED)
+        return DLOCK_ECLOSED;
+    channel *ch = dlock__map_get(&ps->channels, name);
+    if (!ch) {
+        ch = dlock__calloc(1, sizeof(*ch));
+        if (!ch || !(ch->name = dlock__strdup(name)) ||
+            dlock__map_put(&ps->channels, name, ch) != 0) {
+            if (ch)
+                dlock__free(ch->name);
+            dlock__free(ch);
+            return DLOCK_ENOMEM;
+        }
+        ch->len = strlen(name);
+        ch->state = CH_IDLE;
+    }
+    l->channel = ch;
+    l->prev = NULL;
+    l->next = ch->listeners;
+    if (ch->listeners)
+        ch->listeners->prev = l;
+    ch->listeners = l;
+    ch->nlisteners++;
+    if (ps->link.state == LINK_IDLE)
+        dlock__link_start(&ps->link); /* on_ready subscribes */
+    else if (ch->state == CH_IDLE)
+        subscribe_one(ps, ch);
+    return DLOCK_OK;
+}
+
+void dlock__unlisten(dlock_client *c, dlock__listener *l) {
+    channel *ch = l->channel;
+    if (!ch)
+        return;
+    if (l->prev)
+        l->prev->next = l->next;
+    else
+        ch->listeners = l->next;
+    if (l->next)
+        l->next->prev = l->prev;
+    l->prev = l->next = NULL;
+    l->channel = NULL;
+    if (--ch->nlisteners > 0)
+        return;
+    dlock__pubsub *ps = &c->pubsub;
+    if ((ch->state == CH_ACTIVE || ch->state == CH_SUBSCRIBING) && ps->link.state == LINK_READY) {
+        ch->state = CH_UNSUBSCRIBING;
+        send_batch(ps, "UNSUBSCRIBE", &ch, 1);
+    } else if (ch->state != CH_UNSUBSCRIBING) {
+        channel_free(ps, ch);
+    }
+}
+
+bool dlock__listener_ready(const dlock__listener *l) {
+    const channel *ch = l->channel;
+    return ch && ch->state == CH_ACTIVE;
+}

@@ -1,0 +1,310 @@
+/* renew.c — the watchdog: one registry of the client's held leases, one periodic tick.
+ *
+ * Every watchdog_ms/3 the tick renews every held lease: leases are grouped by their renew
+ * script, renew_batch to a script call, and all calls of a tick are queued in one loop
+ * turn, so they leave in one write. 100,000 held locks cost 1,000 script calls per tick,
+ * not 100,000 timers and round trips.
+ *
+ * Each held lease knows until when it is confirmed: the send time of its acquire or of its
+ * last successful renewal, plus watchdog_ms. The held list is kept in that order, and one
+ * timer watches its head. A lease is lost when a renewal finds it gone (the key or the
+ * field was deleted, the server restarted empty) or when its confirmed time runs out
+ * before any renewal could confirm it (Redis unreachable, replies too slow): the primitive
+ * is told once, and the lease leaves the registry.
+ *
+ * A lease is registered (pending) before its acquire is sent and dropped as soon as its
+ * release starts, so a renewal can never resurrect a lock its owner is releasing, and a
+ * release can never run ahead of the registration. A lease named by a renewal call still
+ * in flight is freed when that call answers. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core.h"
+
+enum lease_state { L_PENDING, L_HELD, L_GONE };
+
+struct dlock__lease {
+    dlock__lease *prev, *next;
+    dlock_client *client;
+    const dlock__lease_ops *ops;
+    void *owner_ctx;
+    char *key, *field;
+    size_t key_len, field_len;
+    int64_t confirmed_until_ms;
+    enum lease_state state;
+    int batches_in_flight;
+};
+
+typedef struct renew_batch {
+    dlock_client *client;
+    int64_t sent_ms;
+    size_t count;
+    dlock__lease *leases[];
+} renew_batch;
+
+/* ---- lists ------------------------------------------------------------------------------ */
+
+static void unlink_lease(dlock__renew *r, dlock__lease *l) {
+    if (l->state == L_HELD) {
+        if (l->prev)
+            l->prev->next = l->next;
+        else
+            r->held_head = l->next;
+        if (l->next)
+            l->next->prev = l->prev;
+        else
+            r->held_tail = l->prev;
+        r->held_count--;
+    } else if (l->state == L_PENDING) {
+        if (l->prev)
+            l->prev->next = l->next;
+        else
+            r->pending = l->next;
+        if (l->next)
+            l->next->prev = l->prev;
+    }
+    l->prev = l->next = NULL;
+}
+
+/* Inserts l into the held list by confirmed_until_ms, searching from the tail: a renewed
+ * or new lease almost always belongs at the end. */
+static void insert_held(dlock__renew *r, dlock__lease *l) {
+    dlock__lease *after = r->held_tail;
+    while (after && after->confirmed_until_ms > l->confirmed_until_ms)
+        after = after->prev;
+    l->prev = after;
+    l->next = after ? after->next : r->held_head;
+    if (l->next)
+        l->next->prev = l;
+    else
+        r->held_tail = l;
+    if (after)
+        after->next = l;
+    else
+        r->held_head = l;
+    l->state = L_HELD;
+    r->held_count++;
+}
+
+static void lease_free(dlock__lease *l) {
+    dlock__free(l->key);
+    dlock__free(l);
+}
+
+/* ---- timers ----------------------------------------------------------------------------- */
+
+static int64_t tick_period_ms(const dlock_client *c) {
+    int64_t p = c->opts.watchdog_ms / 3;
+    return p > 0 ? p : 1;
+}
+
+static void arm_expiry(dlock__renew *r, dlock_client *c) {
+    if (r->held_head)
+        dlock__timer_start_at(&c->sched, &r->expiry_timer, r->held_head->confirmed_until_ms);
+    else
+        dlock__timer_stop(&c->sched, &r->expiry_timer);
+}
+
+static void declare_lost(dlock__renew *r, dlock__lease *l, const char *why) {
+    dlock__log(l->client, DLOCK_LOG_WARN, "lease lost: %s field %s: %s", l->key, l->field, why);
+    unlink_lease(r, l);
+    l->state = L_GONE;
+    l->ops->lost(l, l->owner_ctx);
+    if (l->batches_in_flight == 0)
+        lease_free(l);
+}
+
+static void on_expiry(dlock__timer *t, void *arg) {
+    (void)t;
+    dlock_client *c = arg;
+    dlock__renew *r = &c->renew;
+    int64_t now = dlock__now_ms();
+    while (r->held_head && r->held_head->confirmed_until_ms <= now)
+        declare_lost(r, r->held_head, "not confirmed before its lease ran out");
+    arm_expiry(r, c);
+    if (!r->held_head)
+        dlock__timer_stop(&c->sched, &r->tick_timer);
+}
+
+/* ---- renewal ---------------------------------------------------------------------------- */
+
+static void on_renewed(dlock_client *c, int status, const dlock__reply *reply, void *arg) {
+    renew_batch *b = arg;
+    dlock__renew *r = &c->renew;
+    bool answered = status == DLOCK_OK && dlock__reply_count(reply) == b->count;
+    for (size_t i = 0; i < b->count; i++) {
+        dlock__lease *l = b->leases[i];
+        l->batches_in_flight--;
+        if (l->state != L_HELD) {
+            if (l->state == L_GONE && l->batches_in_flight == 0)
+                lease_free(l);
+            continue;
+        }
+        if (!answered)
+            continue; /* unconfirmed: the expiry timer decides */
+        if (dlock__reply_int(dlock__reply_at(reply, i)) == 1) {
+            int64_t until = b->sent_ms + c->opts.watchdog_ms;
+            if (until > l->confirmed_until_ms) {
+                unlink_lease(r, l);
+                l->confirmed_until_ms = until;
+                insert_held(r, l);
+            }
+        } else {
+            declare_lost(r, l, "renewal found it gone");
+        }
+    }
+    if (status != DLOCK_OK)
+        dlock__log(c, DLOCK_LOG_WARN, "renewal of %zu leases failed: %s", b->count,
+                   dlock_strerror(status));
+    dlock__free(b);
+    if (status != DLOCK_ECANCELED)
+        arm_expiry(r, c);
+}
+
+static void send_batch(dlock_client *c, enum dlock__script_id script, renew_batch *b) {
+    size_t nargs = 2 * b->count + 1;
+    const char **args = dlock__malloc(sizeof(*args) * nargs);
+    size_t *lens = dlock__malloc(sizeof(*lens) * nargs);
+    char lease[24];
+    int rc = DLOCK_ENOMEM;
+    if (args && lens) {
+        for (size_t i = 0; i < b->count; i++) {
+            args[i] = b->leases[i]->key;
+            lens[i] = b->leases[i]->key_len;
+            args[b->count + 1 + i] = b->leases[i]->field;
+            lens[b->count + 1 + i] = b->leases[i]->field_len;
+        }
+        args[b->count] = lease;
+        lens[b->count] = (size_t)snprintf(lease, sizeof(lease), "%lld",
+                                          (long long)c->opts.watchdog_ms);
+        b->sent_ms = dlock__now_ms();
+        rc = dlock__script(c, script, DLOCK__CMD_RETRY_SAFE, on_renewed, b, (int)b->count,
+                           (int)nargs, args, lens);
+    }
+    dlock__free(args);
+    dlock__free(lens);
+    if (rc == DLOCK_OK) {
+        c->renew.renew_calls++;
+        for (size_t i = 0; i < b->count; i++)
+            b->leases[i]->batches_in_flight++;
+    } else {
+        dlock__free(b);
+    }
+}
+
+static void on_tick(dlock__timer *t, void *arg) {
+    dlock_client *c = arg;
+    dlock__renew *r = &c->renew;
+    if (!r->held_head)
+        return;
+    r->ticks++;
+    dlock__timer_start_at(&c->sched, t, t->due_ms + tick_period_ms(c));
+    size_t cap = (size_t)c->opts.renew_batch;
+    /* One open batch per renew script; a batch leaves as soon as it is full. */
+    renew_batch *open[DLOCK__SCRIPT_COUNT > 0 ? DLOCK__SCRIPT_COUNT : 1];
+    memset(open, 0, sizeof(open));
+    for (dlock__lease *l = r->held_head; l; l = l->next) {
+        size_t s = (size_t)l->ops->renew_script;
+        if (!open[s]) {
+            open[s] = dlock__malloc(sizeof(renew_batch) + cap * sizeof(dlock__lease *));
+            if (!open[s])
+                break; /* out of memory: unconfirmed leases are reported by the expiry */
+            open[s]->client = c;
+            open[s]->count = 0;
+        }
+        open[s]->leases[open[s]->count++] = l;
+        if (open[s]->count == cap) {
+            send_batch(c, (enum dlock__script_id)s, open[s]);
+            open[s] = NULL;
+        }
+    }
+    for (size_t s = 0; s < sizeof(open) / sizeof(open[0]); s++)
+        if (open[s])
+            send_batch(c, (enum dlock__script_id)s, open[s]);
+}
+
+/* ---- the registry's API ----------------------------------------------------------------- */
+
+void dlock__renew_init(dlock__renew *r, dlock_client *c) {
+    memset(r, 0, sizeof(*r));
+    dlock__timer_init(&r->tick_timer, on_tick, c);
+    dlock__timer_init(&r->expiry_timer, on_expiry, c);
+}
+
+void dlock__renew_close(dlock__renew *r, dlock_client *c) {
+    dlock__timer_stop(&c->sched, &r->tick_timer);
+    dlock__timer_stop(&c->sched, &r->expiry_timer);
+    /* Renewal calls still in flight have been canceled by now (the command connection
+     * closes first) and freed their leases' references. */
+    while (r->held_head) {
+        dlock__lease *l = r->held_head;
+        unlink_lease(r, l);
+        l->state = L_GONE;
+        if (l->batches_in_flight == 0)
+            lease_free(l);
+    }
+    while (r->pending) {
+        dlock__lease *l = r->pending;
+        unlink_lease(r, l);
+        l->state = L_GONE;
+        if (l->batches_in_flight == 0)
+            lease_free(l);
+    }
+}
+
+dlock__lease *dlock__lease_new(dlock_client *c, const dlock__lease_ops *ops, const char *key,
+                               const char *field, void *owner_ctx) {
+    size_t kl = strlen(key), fl = strlen(field);
+    dlock__lease *l = dlock__calloc(1, sizeof(*l));
+    char *strings = dlock__malloc(kl + fl + 2);
+    if (!l || !strings) {
+        dlock__free(l);
+        dlock__free(strings);
+        return NULL;
+    }
+    memcpy(strings, key, kl + 1);
+    memcpy(strings + kl + 1, field, fl + 1);
+    l->key = strings;
+    l->field = strings + kl + 1;
+    l->key_len = kl;
+    l->field_len = fl;
+    l->client = c;
+    l->ops = ops;
+    l->owner_ctx = owner_ctx;
+    l->state = L_PENDING;
+    dlock__renew *r = &c->renew;
+    l->next = r->pending;
+    if (r->pending)
+        r->pending->prev = l;
+    r->pending = l;
+    return l;
+}
+
+void dlock__lease_held(dlock__lease *l, int64_t sent_at_ms) {
+    dlock_client *c = l->client;
+    dlock__renew *r = &c->renew;
+    if (l->state != L_PENDING)
+        return;
+    unlink_lease(r, l);
+    l->confirmed_until_ms = sent_at_ms + c->opts.watchdog_ms;
+    insert_held(r, l);
+    if (!dlock__timer_active(&r->tick_timer))
+        dlock__timer_start(&c->sched, &r->tick_timer, tick_period_ms(c));
+    if (r->held_head == l)
+        arm_expiry(r, c);
+}
+
+void dlock__lease_drop(dlock__lease *l) {
+    if (!l)
+        return;
+    dlock__renew *r = &l->client->renew;
+    bool was_head = r->held_head == l;
+    unlink_lease(r, l);
+    l->state = L_GONE;
+    if (was_head)
+        arm_expiry(r, l->client);
+    if (!r->held_head)
+        dlock__timer_stop(&l->client->sched, &r->tick_timer);
+    if (l->batches_in_flight == 0)
+        lease_free(l);
+}

@@ -1,0 +1,46 @@
+/* script.c — the registry of the library's Lua scripts.
+ *
+ * The scripts are the src/<primitive>/<op>.lua files, embedded at build time into the
+ * generated dlock__scripts[] table (cmake/embed_lua.cmake). Each (re)connect of the
+ * command connection loads all of them with SCRIPT LOAD as part of its handshake, which
+ * also gives their SHA1s; commands then run them with EVALSHA. When the server has lost
+ * its cache anyway (SCRIPT FLUSH, a failover to a replica that never saw the load), the
+ * NOSCRIPT reply makes conn.c resend that one command as EVAL. */
+#include <stdint.h>
+#include <string.h>
+
+#include "core.h"
+
+static void on_loaded(redisAsyncContext *ac, void *r, void *privdata) {
+    dlock__link *link = ac->data;
+    redisReply *reply = r;
+    if (!link || !reply)
+        return;
+    if (reply->type != REDIS_REPLY_STRING || reply->len != 40) {
+        dlock__link_handshake_error(link, reply);
+        return;
+    }
+    size_t id = (size_t)(uintptr_t)privdata;
+    memcpy(link->client->script_sha[id], reply->str, 40);
+    link->client->script_sha[id][40] = '\0';
+    dlock__link_handshake_step(link);
+}
+
+int dlock__scripts_load(dlock__link *link) {
+    int n = 0;
+#ifdef DLOCK__HAVE_SCRIPTS
+    for (size_t i = 0; i < DLOCK__SCRIPT_COUNT; i++) {
+        const dlock__script_source *src = &dlock__scripts[i];
+        if (redisAsyncCommand(link->ac, on_loaded, (void *)(uintptr_t)i, "SCRIPT LOAD %b",
+                              src->text, src->len) == REDIS_OK)
+            n++;
+    }
+#else
+    (void)link;
+#endif
+    return n;
+}
+
+const char *dlock__script_sha(const dlock_client *c, enum dlock__script_id id) {
+    return c->script_sha[id];
+}

@@ -1,0 +1,126 @@
+/* submit.c — the door between the user's threads and the client's loop thread.
+ *
+ * Every public call becomes an op that starts on the loop thread. Other threads push ops
+ * on a mutex-protected queue and wake the loop with ev_async; the loop drains the whole
+ * queue in one turn, so the commands of many threads leave in one write. A blocking call
+ * is "submit the op, wait on a semaphore until it completes"; an async call is "submit
+ * the op, its complete callback runs later". Async calls made on the loop thread go
+ * through the same queue, so a callback never runs inside the call that started it. */
+#include <semaphore.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core.h"
+
+void dlock__op_init(dlock__op *op, dlock_client *c, dlock__op_fn start) {
+    memset(op, 0, sizeof(*op));
+    op->client = c;
+    op->start = start;
+}
+
+bool dlock__on_loop_thread(const dlock_client *c) {
+    return pthread_equal(pthread_self(), c->loop_thread);
+}
+
+int dlock__op_fail(dlock__op *op, int err, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(op->error_text, sizeof(op->error_text), fmt, ap);
+    va_end(ap);
+    return err;
+}
+
+static void drain(struct ev_loop *loop, ev_async *w, int revents) {
+    (void)loop;
+    (void)revents;
+    dlock__submit *s = DLOCK__CONTAINER_OF(w, dlock__submit, wakeup);
+    pthread_mutex_lock(&s->mu);
+    dlock__op *op = s->head;
+    s->head = s->tail = NULL;
+    pthread_mutex_unlock(&s->mu);
+    while (op) {
+        dlock__op *next = op->next;
+        op->next = NULL;
+        op->start(op);
+        op = next;
+    }
+}
+
+void dlock__submit_init(dlock__submit *s, dlock_client *c) {
+    pthread_mutex_init(&s->mu, NULL);
+    s->head = s->tail = NULL;
+    ev_async_init(&s->wakeup, drain);
+    ev_async_start(c->loop, &s->wakeup);
+}
+
+void dlock__submit_close(dlock__submit *s, dlock_client *c) {
+    pthread_mutex_lock(&s->mu);
+    dlock__op *op = s->head;
+    s->head = s->tail = NULL;
+    pthread_mutex_unlock(&s->mu);
+    while (op) {
+        dlock__op *next = op->next;
+        dlock__op_fail(op, DLOCK_ECANCELED, "client closed before the call started");
+        dlock__op_complete(op, DLOCK_ECANCELED);
+        op = next;
+    }
+    ev_async_stop(c->loop, &s->wakeup);
+    pthread_mutex_destroy(&s->mu);
+}
+
+int dlock__op_submit(dlock__op *op) {
+    dlock_client *c = op->client;
+    dlock__submit *s = &c->submit;
+    pthread_mutex_lock(&s->mu);
+    /* Checked under the lock that close takes, so an op is either drained by close or
+     * refused here, never stranded. */
+    if (atomic_load(&c->closing)) {
+        pthread_mutex_unlock(&s->mu);
+        return dlock__fail(DLOCK_ECLOSED, "client is closed or closing");
+    }
+    op->next = NULL;
+    bool was_empty = s->head == NULL;
+    if (s->tail)
+        s->tail->next = op;
+    else
+        s->head = op;
+    s->tail = op;
+    pthread_mutex_unlock(&s->mu);
+    if (was_empty)
+        ev_async_send(c->loop, &s->wakeup);
+    return DLOCK_OK;
+}
+
+void dlock__op_complete(dlock__op *op, int status) {
+    op->status = status;
+    if (status != DLOCK_OK && !op->error_text[0])
+        dlock__op_fail(op, status, "%s", dlock_strerror(status));
+    if (op->blocking_waiter) {
+        sem_post(op->blocking_waiter);
+        return;
+    }
+    dlock__set_last_error(op->error_text);
+    dlock_client *c = op->client;
+    c->callback_depth++;
+    op->complete(op); /* may free op */
+    c->callback_depth--;
+}
+
+int dlock__op_run(dlock__op *op) {
+    dlock_client *c = op->client;
+    if (dlock__on_loop_thread(c))
+        return dlock__fail(DLOCK_EDEADLK, "blocking call on the client's loop thread");
+    sem_t done;
+    sem_init(&done, 0, 0);
+    op->blocking_waiter = &done;
+    int rc = dlock__op_submit(op);
+    if (rc == DLOCK_OK) {
+        while (sem_wait(&done) != 0)
+            ; /* EINTR: keep waiting, the op is still running */
+        rc = op->status;
+        dlock__set_last_error(op->error_text);
+    }
+    sem_destroy(&done);
+    return rc;
+}

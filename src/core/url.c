@@ -1,0 +1,221 @@
+/* url.c — connection URLs.
+ *
+ *   redis://[user:password@]host[:port][/db]      TCP; host may be [v6-address]
+ *   redis://:password@host                         password only (AUTH password)
+ *   unix:///path/to/redis.sock[?db=N&user=U&password=P]
+ *
+ * user, password and query values may be percent-encoded (%40 for '@'). Anything else —
+ * another scheme (rediss: hiredis 0.14 has no TLS), a port outside 1..65535, a db outside
+ * 0..INT_MAX, an unknown query key, a relative socket path — is DLOCK_EINVAL with the
+ * reason, before any I/O. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/un.h>
+
+#include "core.h"
+
+static int bad(char *err, size_t errlen, const char *why) {
+    snprintf(err, errlen, "bad URL: %s", why);
+    return DLOCK_EINVAL;
+}
+
+static int hex_value(char ch) {
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    if (ch >= 'a' && ch <= 'f')
+        return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F')
+        return ch - 'A' + 10;
+    return -1;
+}
+
+/* Percent-decodes s[0..n) into a new string; NULL with *invalid set on a bad escape or an
+ * encoded NUL. */
+static char *decode(const char *s, size_t n, bool *invalid) {
+    char *out = dlock__malloc(n + 1), *o = out;
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] != '%') {
+            *o++ = s[i];
+            continue;
+        }
+        if (i + 2 >= n) { /* fewer than two characters follow the '%' */
+            dlock__free(out);
+            *invalid = true;
+            return NULL;
+        }
+        int h = hex_value(s[i + 1]), l = hex_value(s[i + 2]);
+        if (h < 0 || l < 0 || (h == 0 && l == 0)) {
+            dlock__free(out);
+            *invalid = true;
+            return NULL;
+        }
+        *o++ = (char)(h * 16 + l);
+        i += 2;
+    }
+    *o = '\0';
+    return out;
+}
+
+/* Parses a decimal integer in s[0..n) within [min, max]. */
+static bool parse_int(const char *s, size_t n, long min, long max, int *out) {
+    if (n == 0 || n > 10)
+        return false;
+    long v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        v = v * 10 + (s[i] - '0');
+    }
+    if (v < min || v > max)
+        return false;
+    *out = (int)v;
+    return true;
+}
+
+/* Stores a percent-decoded copy of s[0..n) in *dst (replacing an earlier value). */
+static int set_decoded(char **dst, const char *s, size_t n, const char *what, char *err,
+                       size_t errlen) {
+    bool invalid = false;
+    char *v = decode(s, n, &invalid);
+    if (!v) {
+        if (invalid) {
+            snprintf(err, errlen, "bad URL: bad %%-escape in %s", what);
+            return DLOCK_EINVAL;
+        }
+        snprintf(err, errlen, "out of memory");
+        return DLOCK_ENOMEM;
+    }
+    dlock__free(*dst);
+    *dst = v;
+    return DLOCK_OK;
+}
+
+static int parse_query(const char *q, dlock__endpoint *ep, char *err, size_t errlen) {
+    while (*q) {
+        const char *amp = strchr(q, '&');
+        size_t len = amp ? (size_t)(amp - q) : strlen(q);
+        const char *eq = memchr(q, '=', len);
+        if (!eq)
+            return bad(err, errlen, "query parameter without '='");
+        size_t klen = (size_t)(eq - q), vlen = len - klen - 1;
+        const char *v = eq + 1;
+        int rc = DLOCK_OK;
+        if (klen == 2 && memcmp(q, "db", 2) == 0) {
+            if (!parse_int(v, vlen, 0, INT_MAX, &ep->db))
+                return bad(err, errlen, "db must be a number from 0");
+        } else if (klen == 4 && memcmp(q, "user", 4) == 0) {
+            rc = set_decoded(&ep->user, v, vlen, "user", err, errlen);
+        } else if (klen == 8 && memcmp(q, "password", 8) == 0) {
+            rc = set_decoded(&ep->password, v, vlen, "password", err, errlen);
+        } else {
+            return bad(err, errlen, "unknown query parameter (db, user, password are known)");
+        }
+        if (rc != DLOCK_OK)
+            return rc;
+        q = amp ? amp + 1 : q + len;
+    }
+    return DLOCK_OK;
+}
+
+static int parse_unix(const char *rest, dlock__endpoint *ep, char *err, size_t errlen) {
+    if (rest[0] != '/')
+        return bad(err, errlen, "unix socket path must be absolute (unix:///path)");
+    const char *q = strchr(rest, '?');
+    size_t plen = q ? (size_t)(q - rest) : strlen(rest);
+    if (plen < 2)
+        return bad(err, errlen, "unix socket path is empty");
+    if (plen >= sizeof(((struct sockaddr_un *)0)->sun_path))
+        return bad(err, errlen, "unix socket path is longer than 107 bytes");
+    ep->is_unix = true;
+    ep->path = dlock__strndup(rest, plen);
+    if (!ep->path)
+        return DLOCK_ENOMEM;
+    return q ? parse_query(q + 1, ep, err, errlen) : DLOCK_OK;
+}
+
+static int parse_tcp(const char *rest, dlock__endpoint *ep, char *err, size_t errlen) {
+    const char *slash = strchr(rest, '/');
+    size_t auth_len = slash ? (size_t)(slash - rest) : strlen(rest);
+    if (memchr(rest, '?', auth_len))
+        return bad(err, errlen, "query parameters are for unix:// URLs; use /db");
+    /* userinfo ends at the last '@' before the path: a password may hold a raw '@'. */
+    const char *at = NULL;
+    for (const char *p = rest; p < rest + auth_len; p++)
+        if (*p == '@')
+            at = p;
+    const char *host = rest;
+    int rc;
+    if (at) {
+        const char *colon = memchr(rest, ':', (size_t)(at - rest));
+        if (!colon)
+            return bad(err, errlen, "userinfo must be user:password or :password");
+        if (colon > rest && (rc = set_decoded(&ep->user, rest, (size_t)(colon - rest), "user",
+                                              err, errlen)) != DLOCK_OK)
+            return rc;
+        if ((rc = set_decoded(&ep->password, colon + 1, (size_t)(at - colon - 1), "password", err,
+                              errlen)) != DLOCK_OK)
+            return rc;
+        host = at + 1;
+    }
+    const char *host_end = rest + auth_len, *port = NULL;
+    if (*host == '[') {
+        const char *close = memchr(host, ']', (size_t)(host_end - host));
+        if (!close || close == host + 1)
+            return bad(err, errlen, "unterminated or empty [IPv6] host");
+        ep->host = dlock__strndup(host + 1, (size_t)(close - host - 1));
+        if (close + 1 < host_end) {
+            if (close[1] != ':')
+                return bad(err, errlen, "junk after ]");
+            port = close + 2;
+        }
+    } else {
+        const char *colon = memchr(host, ':', (size_t)(host_end - host));
+        size_t hlen = colon ? (size_t)(colon - host) : (size_t)(host_end - host);
+        if (hlen == 0)
+            return bad(err, errlen, "host is empty");
+        ep->host = dlock__strndup(host, hlen);
+        port = colon ? colon + 1 : NULL;
+    }
+    if (!ep->host)
+        return DLOCK_ENOMEM;
+    if (port && !parse_int(port, (size_t)(host_end - port), 1, 65535, &ep->port))
+        return bad(err, errlen, "port must be a number from 1 to 65535");
+    if (slash && slash[1] && !parse_int(slash + 1, strlen(slash + 1), 0, INT_MAX, &ep->db))
+        return bad(err, errlen, "database must be a number from 0");
+    return DLOCK_OK;
+}
+
+int dlock__url_parse(const char *url, dlock__endpoint *ep, char *err, size_t errlen) {
+    memset(ep, 0, sizeof(*ep));
+    ep->port = 6379;
+    err[0] = '\0';
+    int rc;
+    if (!url || !url[0])
+        rc = bad(err, errlen, "empty");
+    else if (strncmp(url, "redis://", 8) == 0)
+        rc = parse_tcp(url + 8, ep, err, errlen);
+    else if (strncmp(url, "unix://", 7) == 0)
+        rc = parse_unix(url + 7, ep, err, errlen);
+    else if (strncmp(url, "rediss://", 9) == 0)
+        rc = bad(err, errlen, "rediss:// (TLS) is not supported by this build");
+    else
+        rc = bad(err, errlen, "scheme must be redis:// or unix://");
+    if (rc == DLOCK_ENOMEM && !err[0])
+        snprintf(err, errlen, "out of memory");
+    if (rc != DLOCK_OK)
+        dlock__endpoint_free(ep);
+    return rc;
+}
+
+void dlock__endpoint_free(dlock__endpoint *ep) {
+    dlock__free(ep->host);
+    dlock__free(ep->path);
+    dlock__free(ep->user);
+    dlock__free(ep->password);
+    memset(ep, 0, sizeof(*ep));
+}

@@ -1,0 +1,302 @@
+/* wait.c — the waiting engine: how every blocking acquire of every primitive waits.
+ *
+ *   attempt ──obtained──────────────────────────────────────────────> done(OK)
+ *      │busy
+ *      ├─ deadline passed ──────────────────────────────────────────> done(ETIMEDOUT)
+ *      ├─ join the channel's queue (subscribe once per channel per client)
+ *      ├─ no confirmed subscription when the attempt went out, or an event since ─> attempt
+ *      └─ sleep until: a message wakes it, the hint (e.g. the holder's TTL) or the
+ *         deadline runs out, the subscription is (re)confirmed ─────> attempt
+ *
+ * Nothing polls: a waiter sends an attempt only at its start, once after its subscription
+ * is confirmed, and then when woken or when its hint says the object may have freed
+ * itself. Every wait is bounded by the hint, so a lost message costs one hint, not a hang.
+ *
+ * Waiters of one client on one channel share a queue (one listener, one SUBSCRIBE). A
+ * message wakes as many sleeping waiters, in arrival order, as the primitive's wake_count
+ * says (a freed lock wakes one; a write unlock wakes all), so a release does not set off a
+ * herd inside the process. A woken waiter that leaves without using its wake (timed out,
+ * canceled) hands it to the next sleeper.
+ *
+ * Lost wake-ups are ruled out by an event count per queue: a waiter records it when its
+ * attempt goes out, and if any message or (re)subscription happened before the "busy"
+ * answer is in, it attempts again instead of sleeping. Redis writes a PUBLISH caused by a
+ * release to the subscriber connection after it answered every command it ran before that
+ * release, so a message not yet seen when "busy" arrives is still on its way to a waiter
+ * that is by then in the queue. */
+#include <string.h>
+
+#include "core.h"
+
+enum waiter_state { W_IDLE, W_TRYING, W_SUBSCRIBING, W_SLEEPING, W_DONE };
+
+typedef struct wait_queue {
+    dlock_client *client;
+    char *channel;
+    dlock__listener listener;
+    dlock__waiter *head, *tail;
+    size_t count;
+    uint64_t events;  /* messages, kicks and (re)confirmations seen */
+    int dispatching;  /* > 0 while the queue walks its waiters: do not free it */
+} wait_queue;
+
+static void attempt(dlock__waiter *w);
+static void finish(dlock__waiter *w, int status);
+
+static wait_queue *queue_of(dlock__waiter *w) { return w->queue; }
+
+static void queue_free(wait_queue *q) {
+    dlock__map_remove(&q->client->waits.queues, q->channel);
+    dlock__unlisten(q->client, &q->listener);
+    dlock__free(q->channel);
+    dlock__free(q);
+}
+
+static void queue_release_if_empty(wait_queue *q) {
+    if (q->count == 0 && q->dispatching == 0)
+        queue_free(q);
+}
+
+/* Wakes up to n (-1: all) sleeping waiters, oldest first. */
+static void queue_wake(wait_queue *q, int n) {
+    q->events++;
+    q->dispatching++;
+    dlock__waiter *w = q->head;
+    while (w && n != 0) {
+        dlock__waiter *next = w->next;
+        if (w->state == W_SLEEPING) {
+            w->woken = true;
+            attempt(w);
+            if (n > 0)
+                n--;
+        }
+        w = next;
+    }
+    q->dispatching--;
+    queue_release_if_empty(q);
+}
+
+/* Every sleeping or subscribing waiter attempts again: the subscription is (again)
+ * confirmed, and messages may have been missed while it was not. */
+static void queue_refresh(wait_queue *q) {
+    q->events++;
+    q->dispatching++;
+    dlock__waiter *w = q->head;
+    while (w) {
+        dlock__waiter *next = w->next;
+        if (w->state == W_SLEEPING || w->state == W_SUBSCRIBING)
+            attempt(w);
+        w = next;
+    }
+    q->dispatching--;
+    queue_release_if_empty(q);
+}
+
+static void on_queue_ready(dlock__listener *l) {
+    queue_refresh(DLOCK__CONTAINER_OF(l, wait_queue, listener));
+}
+
+static void on_queue_message(dlock__listener *l, const char *msg, size_t len) {
+    wait_queue *q = DLOCK__CONTAINER_OF(l, wait_queue, listener);
+    /* Every waiter of a queue belongs to the same kind of object: ask the first. */
+    int n = -1;
+    if (q->head && q->head->ops->wake_count)
+        n = q->head->ops->wake_count(msg, len);
+    queue_wake(q, n);
+}
+
+static int join(dlock__waiter *w) {
+    dlock_client *c = w->client;
+    wait_queue *q = dlock__map_get(&c->waits.queues, w->channel);
+    if (!q) {
+        q = dlock__calloc(1, sizeof(*q));
+        if (!q)
+            return DLOCK_ENOMEM;
+        q->client = c;
+        q->channel = dlock__strdup(w->channel);
+        q->listener.on_ready = on_queue_ready;
+        q->listener.on_message = on_queue_message;
+        if (!q->channel || dlock__map_put(&c->waits.queues, q->channel, q) != 0) {
+            dlock__free(q->channel);
+            dlock__free(q);
+            return DLOCK_ENOMEM;
+        }
+        int rc = dlock__listen(c, q->channel, &q->listener);
+        if (rc != DLOCK_OK) {
+            dlock__map_remove(&c->waits.queues, q->channel);
+            dlock__free(q->channel);
+            dlock__free(q);
+            return rc;
+        }
+    }
+    w->queue = q;
+    w->prev = q->tail;
+    w->next = NULL;
+    if (q->tail)
+        q->tail->next = w;
+    else
+        q->head = w;
+    q->tail = w;
+    q->count++;
+    return DLOCK_OK;
+}
+
+static void leave(dlock__waiter *w) {
+    wait_queue *q = queue_of(w);
+    if (!q)
+        return;
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        q->head = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    else
+        q->tail = w->prev;
+    q->count--;
+    w->prev = w->next = NULL;
+    w->queue = NULL;
+    if (w->woken) {
+        /* It leaves without having used its wake: the next sleeper gets it. */
+        w->woken = false;
+        q->dispatching++;
+        for (dlock__waiter *o = q->head; o; o = o->next) {
+            if (o->state == W_SLEEPING) {
+                o->woken = true;
+                attempt(o);
+                break;
+            }
+        }
+        q->dispatching--;
+    }
+    queue_release_if_empty(q);
+}
+
+static void on_timer(dlock__timer *t, void *arg) {
+    (void)t;
+    dlock__waiter *w = arg;
+    if (w->canceled)
+        finish(w, DLOCK_ECANCELED);
+    else
+        attempt(w);
+}
+
+static void sleep_until_woken(dlock__waiter *w, enum waiter_state state, int64_t hint_ms) {
+    w->state = state;
+    int64_t due = w->deadline_ms;
+    if (hint_ms >= 0) {
+        int64_t hint_due = dlock__now_ms() + hint_ms;
+        if (hint_due < due)
+            due = hint_due;
+    }
+    if (due != INT64_MAX)
+        dlock__timer_start_at(&w->client->sched, &w->timer, due);
+}
+
+static void attempt(dlock__waiter *w) {
+    dlock__timer_stop(&w->client->sched, &w->timer);
+    wait_queue *q = w->queue ? queue_of(w) : dlock__map_get(&w->client->waits.queues, w->channel);
+    w->seen_seq = q && dlock__listener_ready(&q->listener) ? q->events + 1 : 0;
+    w->state = W_TRYING;
+    w->ops->attempt(w);
+}
+
+static void finish(dlock__waiter *w, int status) {
+    dlock__timer_stop(&w->client->sched, &w->timer);
+    if (status == DLOCK_OK)
+        w->woken = false; /* the wake was used */
+    leave(w);
+    w->state = W_DONE;
+    w->ops->done(w, status);
+}
+
+void dlock__wait_start(dlock__waiter *w, dlock_client *c, const dlock__wait_ops *ops,
+                       const char *channel, int64_t wait_ms) {
+    memset(w, 0, sizeof(*w));
+    w->ops = ops;
+    w->client = c;
+    w->channel = channel;
+    w->deadline_ms = wait_ms < 0 ? INT64_MAX : dlock__now_ms() + wait_ms;
+    dlock__timer_init(&w->timer, on_timer, w);
+    attempt(w);
+}
+
+void dlock__wait_result(dlock__waiter *w, int status, int64_t hint_ms) {
+    if (status != DLOCK__BUSY) {
+        finish(w, status);
+        return;
+    }
+    w->woken = false; /* its wake was used up by this attempt: someone else got in first */
+    if (w->canceled) {
+        finish(w, DLOCK_ECANCELED);
+        return;
+    }
+    if (dlock__now_ms() >= w->deadline_ms) {
+        finish(w, DLOCK_ETIMEDOUT);
+        return;
+    }
+    if (!w->queue) {
+        int rc = join(w);
+        if (rc != DLOCK_OK) {
+            finish(w, rc);
+            return;
+        }
+    }
+    wait_queue *q = queue_of(w);
+    if (!dlock__listener_ready(&q->listener)) {
+        /* attempt again once the subscription is confirmed, or at the hint */
+        sleep_until_woken(w, W_SUBSCRIBING, hint_ms);
+        return;
+    }
+    if (w->seen_seq != q->events + 1) {
+        /* the subscription was not confirmed when this attempt left, or an event came
+         * since: the object may be free already */
+        attempt(w);
+        return;
+    }
+    sleep_until_woken(w, W_SLEEPING, hint_ms);
+}
+
+void dlock__wait_cancel(dlock__waiter *w) {
+    if (w->state == W_DONE || w->canceled)
+        return;
+    w->canceled = true;
+    if (w->state != W_TRYING) /* an attempt in flight settles it when it answers */
+        dlock__timer_start(&w->client->sched, &w->timer, 0);
+}
+
+void dlock__wait_kick(dlock_client *c, const char *channel, int n) {
+    wait_queue *q = dlock__map_get(&c->waits.queues, channel);
+    if (q)
+        queue_wake(q, n);
+}
+
+void dlock__waits_init(dlock__waits *ws) { dlock__map_init(&ws->queues); }
+
+static void collect_queue(const char *key, void *value, void *arg) {
+    (void)key;
+    wait_queue ***cursor = arg;
+    *(*cursor)++ = value;
+}
+
+void dlock__waits_close(dlock__waits *ws, dlock_client *c) {
+    (void)c;
+    size_t n = ws->queues.count;
+    wait_queue **all = n ? dlock__malloc(sizeof(*all) * n) : NULL, **cursor = all;
+    if (all) {
+        dlock__map_each(&ws->queues, collect_queue, &cursor);
+        for (size_t i = 0; i < n; i++) {
+            wait_queue *q = all[i];
+            q->dispatching++;
+            while (q->head) {
+                dlock__waiter *w = q->head;
+                w->woken = false;
+                finish(w, DLOCK_ECANCELED);
+            }
+            q->dispatching--;
+            queue_release_if_empty(q);
+        }
+        dlock__free(all);
+    }
+    dlock__map_free(&ws->queues);
+}
