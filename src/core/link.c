@@ -75,20 +75,23 @@ void dlock__link_fail(dlock__link *link, int err, const char *why) {
 static void on_timer(dlock__timer *t, void *arg) {
     (void)t;
     dlock__link *link = arg;
+    /* a failure left by dlock__link_fail_later; copied, as set_error rewrites the text */
+    char why[sizeof(link->last_error_text)];
+    snprintf(why, sizeof(why), "%s", link->last_error_text);
     switch (link->state) {
     case LINK_BACKOFF:
         dlock__link_start(link);
         break;
     case LINK_CONNECTING:
     case LINK_HANDSHAKE:
-        if (link->last_error != DLOCK_OK) /* dlock__link_fail_later */
-            attempt_failed(link, link->last_error, link->last_error_text);
+        if (link->last_error != DLOCK_OK)
+            attempt_failed(link, link->last_error, why);
         else
             attempt_failed(link, DLOCK_ECONN, "connect timed out");
         break;
     case LINK_READY:
         if (link->last_error != DLOCK_OK)
-            dlock__link_fail(link, link->last_error, link->last_error_text);
+            dlock__link_fail(link, link->last_error, why);
         break;
     default:
         break;
@@ -98,6 +101,9 @@ static void on_timer(dlock__timer *t, void *arg) {
 void dlock__link_fail_later(dlock__link *link, int err, const char *why) {
     if (link->state == LINK_CLOSED || link->state == LINK_BACKOFF)
         return;
+    if (link->last_error != DLOCK_OK)
+        return; /* the first failure is the cause: a refused AUTH makes the pipelined
+                   commands behind it fail with NOAUTH too */
     set_error(link, err, why);
     /* keep only the reason in last_error_text; set_error prefixed the role */
     snprintf(link->last_error_text, sizeof(link->last_error_text), "%s", why);
