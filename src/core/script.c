@@ -11,6 +11,10 @@
 
 #include "core.h"
 
+#ifndef DLOCK__HAVE_SCRIPTS
+#error "the core's own scripts (src/core/*.lua) were not embedded"
+#endif
+
 static void on_loaded(redisAsyncContext *ac, void *r, void *privdata) {
     dlock__link *link = ac->data;
     redisReply *reply = r;
@@ -28,16 +32,12 @@ static void on_loaded(redisAsyncContext *ac, void *r, void *privdata) {
 
 int dlock__scripts_load(dlock__link *link) {
     int n = 0;
-#ifdef DLOCK__HAVE_SCRIPTS
     for (size_t i = 0; i < DLOCK__SCRIPT_COUNT; i++) {
         const dlock__script_source *src = &dlock__scripts[i];
         if (redisAsyncCommand(link->ac, on_loaded, (void *)(uintptr_t)i, "SCRIPT LOAD %b",
                               src->text, src->len) == REDIS_OK)
             n++;
     }
-#else
-    (void)link;
-#endif
     return n;
 }
 

@@ -1,0 +1,214 @@
+# cmake/embed_lua.cmake — embed the Lua scripts of src/*/*.lua into the library.
+#
+# Run in script mode by the build (see the add_custom_command in CMakeLists.txt):
+#
+#   cmake -DDLOCK_SOURCE_DIR=<repo> -DDLOCK_OUTPUT_DIR=<build>/generated
+#         [-DDLOCK_SCRIPT_LIST=<file>] -P cmake/embed_lua.cmake
+#
+# DLOCK_SCRIPT_LIST names a file holding the scripts to embed, one path relative to
+# DLOCK_SOURCE_DIR per line (the configure step writes it from its own glob, so the
+# build's dependencies and the embedded set always agree). Without it the script globs
+# src/*/*.lua itself.
+#
+# Writes <out>/dlock_scripts.h and <out>/dlock_scripts.c:
+#   - one enum id per script, DLOCK__SCRIPT_<FOLDER>_<FILE>, sorted by folder then file
+#     name so ids are stable (src/core/renew_hash.lua -> DLOCK__SCRIPT_CORE_RENEW_HASH,
+#     name "core/renew_hash");
+#   - dlock__scripts[id] = { name, text, len } with the text as a C string literal, one
+#     source line per C line, and len its length in bytes (checked at compile time);
+#   - with no scripts at all, only DLOCK__SCRIPT_COUNT = 0: the table is declared only
+#     when DLOCK__HAVE_SCRIPTS is defined, so no zero-size array ever exists.
+# Nothing reads files at run time.
+
+cmake_minimum_required(VERSION 3.25)
+
+if(NOT DEFINED DLOCK_SOURCE_DIR OR NOT DEFINED DLOCK_OUTPUT_DIR)
+  message(FATAL_ERROR "embed_lua.cmake: pass -DDLOCK_SOURCE_DIR=... and -DDLOCK_OUTPUT_DIR=...")
+endif()
+
+# ---- the set of scripts -------------------------------------------------------------
+set(rel_paths "")
+if(DEFINED DLOCK_SCRIPT_LIST AND NOT DLOCK_SCRIPT_LIST STREQUAL "")
+  file(STRINGS "${DLOCK_SCRIPT_LIST}" rel_paths)
+else()
+  file(GLOB abs_paths "${DLOCK_SOURCE_DIR}/src/*/*.lua")
+  foreach(p IN LISTS abs_paths)
+    file(RELATIVE_PATH r "${DLOCK_SOURCE_DIR}" "${p}")
+    list(APPEND rel_paths "${r}")
+  endforeach()
+endif()
+
+# Sort by folder, then by file name within the folder (a plain sort of "folder/file"
+# would put "lock-x/" before "lock/").
+set(folders "")
+foreach(r IN LISTS rel_paths)
+  if(NOT r MATCHES "^src/([A-Za-z0-9_-]+)/([A-Za-z0-9_.-]+)\\.lua$")
+    message(FATAL_ERROR "embed_lua.cmake: '${r}' is not src/<folder>/<name>.lua with "
+                        "letters, digits, '_', '-' or '.' only in its name")
+  endif()
+  list(APPEND folders "${CMAKE_MATCH_1}")
+  list(APPEND "files_of_${CMAKE_MATCH_1}" "${CMAKE_MATCH_2}")
+endforeach()
+list(REMOVE_DUPLICATES folders)
+list(SORT folders)
+
+set(scripts "") # entries "<folder>/<stem>"
+foreach(folder IN LISTS folders)
+  list(SORT "files_of_${folder}")
+  foreach(stem IN LISTS "files_of_${folder}")
+    list(APPEND scripts "${folder}/${stem}")
+  endforeach()
+endforeach()
+list(LENGTH scripts count)
+
+# ---- helpers --------------------------------------------------------------------------
+# The bytes are read as hex (file(READ) in text mode drops '\r' and stops at NUL) and each
+# byte maps to its spelling inside a C string literal: printable ASCII and UTF-8 bytes
+# as themselves, '\\' '"' TAB CR as escapes, other control bytes as 3-digit octal (so a
+# following digit is never absorbed). The newline byte (0a) ends a C line.
+set(hex_digits 0 1 2 3 4 5 6 7 8 9 a b c d e f)
+foreach(code RANGE 0 255)
+  math(EXPR hi "${code} / 16")
+  math(EXPR lo "${code} % 16")
+  list(GET hex_digits ${hi} h1)
+  list(GET hex_digits ${lo} h2)
+  if(code EQUAL 9)
+    set(spelling "\\t")
+  elseif(code EQUAL 13)
+    set(spelling "\\r")
+  elseif(code EQUAL 34)
+    set(spelling "\\\"")
+  elseif(code EQUAL 92)
+    set(spelling "\\\\")
+  elseif(code LESS 32 OR code EQUAL 127)
+    math(EXPR o1 "${code} / 64")
+    math(EXPR o2 "(${code} / 8) % 8")
+    math(EXPR o3 "${code} % 8")
+    set(spelling "\\${o1}${o2}${o3}")
+  else()
+    string(ASCII ${code} spelling)
+  endif()
+  set("byte_${h1}${h2}" "${spelling}")
+endforeach()
+
+# "??x" can be a trigraph in ISO C (-std=c11): break every pair of question marks.
+function(break_trigraphs in out_var)
+  set(s "${in}")
+  string(FIND "${s}" "??" at)
+  while(NOT at EQUAL -1)
+    string(REPLACE "??" "?\\?" s "${s}")
+    string(FIND "${s}" "??" at)
+  endwhile()
+  set(${out_var} "${s}" PARENT_SCOPE)
+endfunction()
+
+# ---- generate -------------------------------------------------------------------------
+# The comment is a // one: "src/*/*.lua" inside /* */ would end the comment early.
+set(banner "// generated from src/*/*.lua by cmake/embed_lua.cmake; do not edit\n")
+
+set(ids "")
+set(seen_ids "")
+set(c_defs "")
+set(c_table "")
+set(c_checks "")
+foreach(script IN LISTS scripts)
+  string(REGEX MATCH "^([^/]+)/(.+)$" _ "${script}")
+  set(folder "${CMAKE_MATCH_1}")
+  set(stem "${CMAKE_MATCH_2}")
+
+  string(MAKE_C_IDENTIFIER "${folder}_${stem}" ident)
+  string(TOUPPER "DLOCK__SCRIPT_${ident}" id)
+  string(TOLOWER "script_${ident}" var)
+  if(id IN_LIST seen_ids)
+    message(FATAL_ERROR "embed_lua.cmake: src/${script}.lua gives the id ${id}, "
+                        "already taken by another script: rename one of them")
+  endif()
+  list(APPEND seen_ids "${id}")
+  if(ids STREQUAL "")
+    set(ids "${id} = 0")
+  else()
+    string(APPEND ids ", ${id}")
+  endif()
+
+  file(READ "${DLOCK_SOURCE_DIR}/src/${script}.lua" hex HEX)
+  string(LENGTH "${hex}" hex_len)
+  math(EXPR len "${hex_len} / 2") # bytes
+  # A list of two-digit hex items: safe from the ';' and '[' ']' of Lua text.
+  string(REGEX MATCHALL ".." bytes "${hex}")
+
+  set(body "")
+  set(line "")
+  set(line_open FALSE)
+  foreach(b IN LISTS bytes)
+    if(b STREQUAL "0a")
+      break_trigraphs("${line}" line)
+      string(APPEND body "\n    \"${line}\\n\"")
+      set(line "")
+      set(line_open FALSE)
+    else()
+      string(APPEND line "${byte_${b}}")
+      set(line_open TRUE)
+    endif()
+  endforeach()
+  if(line_open)
+    break_trigraphs("${line}" line)
+    string(APPEND body "\n    \"${line}\"")
+  endif()
+  if(body STREQUAL "")
+    set(body "\n    \"\"")
+  endif()
+
+  string(APPEND c_defs "/* src/${script}.lua */\nstatic const char ${var}[] =${body};\n\n")
+  string(APPEND c_table "    [${id}] = {\"${script}\", ${var}, ${len}},\n")
+  string(APPEND c_checks
+         "_Static_assert(sizeof(${var}) - 1 == ${len}, \"src/${script}.lua: length mismatch\");\n")
+endforeach()
+
+if(count EQUAL 0)
+  set(enum_body "DLOCK__SCRIPT_COUNT = 0")
+else()
+  set(enum_body "${ids}, DLOCK__SCRIPT_COUNT")
+endif()
+
+set(h "${banner}")
+string(APPEND h "#ifndef DLOCK_SCRIPTS_H\n")
+string(APPEND h "#define DLOCK_SCRIPTS_H\n")
+string(APPEND h "#include <stddef.h>\n")
+string(APPEND h "typedef struct dlock__script_source { const char *name; const char *text; size_t len; } dlock__script_source;\n")
+string(APPEND h "enum dlock__script_id { ${enum_body} };\n")
+if(count GREATER 0)
+  string(APPEND h "#define DLOCK__HAVE_SCRIPTS 1\n")
+endif()
+string(APPEND h "#ifdef DLOCK__HAVE_SCRIPTS\n")
+string(APPEND h "extern const dlock__script_source dlock__scripts[DLOCK__SCRIPT_COUNT];\n")
+string(APPEND h "#endif\n")
+string(APPEND h "#endif\n")
+
+set(c "${banner}")
+string(APPEND c "#include \"dlock_scripts.h\"\n\n")
+if(count GREATER 0)
+  string(APPEND c "${c_defs}")
+  string(APPEND c "const dlock__script_source dlock__scripts[DLOCK__SCRIPT_COUNT] = {\n")
+  string(APPEND c "${c_table}")
+  string(APPEND c "};\n\n")
+  string(APPEND c "${c_checks}")
+else()
+  string(APPEND c "/* no Lua scripts yet: keep the translation unit non-empty */\n")
+  string(APPEND c "typedef int dlock__no_scripts;\n")
+endif()
+
+# Rewrite only what changed, so an unchanged script set recompiles nothing (Ninja
+# restats custom command outputs; Make just runs this again next time, which is cheap).
+function(write_if_changed path content)
+  if(EXISTS "${path}")
+    file(READ "${path}" old)
+    if(old STREQUAL content)
+      return()
+    endif()
+  endif()
+  file(WRITE "${path}" "${content}")
+endfunction()
+
+file(MAKE_DIRECTORY "${DLOCK_OUTPUT_DIR}")
+write_if_changed("${DLOCK_OUTPUT_DIR}/dlock_scripts.h" "${h}")
+write_if_changed("${DLOCK_OUTPUT_DIR}/dlock_scripts.c" "${c}")

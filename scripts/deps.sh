@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# scripts/deps.sh — make sure the Debian packages dlock builds and tests with are installed.
+#
+# Quiet when nothing is missing. As root it installs what is missing with apt-get (CI runs
+# this on a fresh Debian 12 machine); otherwise it prints the command to run and fails.
+# redis-server's package also starts a system redis on port 6379: harmless, and never
+# used: every test and the demo start their own server on a unix socket.
+set -euo pipefail
+
+packages=(
+    cmake gcc make pkg-config
+    libc6-dev # gcc only recommends it; --no-install-recommends would leave out libc headers
+    libhiredis-dev libev-dev libcmocka-dev
+    redis-server # brings redis-tools (redis-cli)
+    valgrind
+)
+
+if ! command -v dpkg-query >/dev/null 2>&1; then
+    echo "deps.sh: not a Debian system; make sure these (or your system's equivalents) are" \
+        "installed: ${packages[*]}" >&2
+    exit 0
+fi
+
+missing=()
+for pkg in "${packages[@]}"; do
+    status=$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)
+    if [ "$status" != "installed" ]; then
+        missing+=("$pkg")
+    fi
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+    exit 0
+fi
+
+if [ "$(id -u)" -eq 0 ]; then
+    echo "deps.sh: installing ${missing[*]}"
+    apt-get update
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+else
+    echo "dlock needs: sudo apt-get install -y ${missing[*]}"
+    exit 1
+fi
