@@ -5,5 +5,6 @@
 #include "dlock/version.h"
 #include "dlock/error.h"
 #include "dlock/client.h"
+#include "dlock/lock.h"
 
 #endif

@@ -108,6 +108,7 @@ const dlock__reply *dlock__reply_at(const dlock__reply *r, size_t i) {
 /* ---- completion ------------------------------------------------------------------------- */
 
 static void finish(dlock__conn *conn, dlock__cmd *cmd, int status, const redisReply *reply) {
+    conn->reply_sends = cmd->sends;
     cmd->fn(conn->link.client, status, reply, cmd->arg);
     dlock__free(cmd);
 }
@@ -368,6 +369,8 @@ int dlock__script(dlock_client *c, enum dlock__script_id script, unsigned flags,
         return DLOCK_EINVAL;
     return enqueue(c, (int)script, nkeys, flags, fn, arg, nargs, args, argslen);
 }
+
+int dlock__reply_sends(const dlock_client *c) { return c->conn.reply_sends; }
 
 int dlock__op_fail_reply(dlock__op *op, int status, const dlock__reply *reply) {
     if (status == DLOCK_EREDIS && reply && reply->str)

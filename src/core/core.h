@@ -112,6 +112,7 @@ typedef struct dlock__conn {
     dlock__cmd_queue inflight; /* sent, reply not yet in: replies come back in this order */
     dlock__timer deadline_timer; /* earliest reply timeout / give-up time */
     bool closing;
+    int reply_sends;        /* sends of the command whose callback is running */
     uint64_t commands_sent; /* counters for tests and diagnostics */
     uint64_t reconnects;
 } dlock__conn;

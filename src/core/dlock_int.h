@@ -130,6 +130,12 @@ void dlock__op_complete(dlock__op *op, int status);
 int dlock__op_fail(dlock__op *op, int err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* A primitive calls the user's own callbacks (the lost callback) between these, so
+ * that dlock_client_free() called from inside one is refused instead of freeing the
+ * client under the caller's feet. */
+void dlock__user_callback_enter(dlock_client *c);
+void dlock__user_callback_leave(dlock_client *c);
+
 /* True on the client's loop thread. */
 bool dlock__on_loop_thread(const dlock_client *c);
 
@@ -161,6 +167,11 @@ int dlock__command(dlock_client *c, unsigned flags, dlock__reply_fn fn, void *ar
 int dlock__script(dlock_client *c, enum dlock__script_id script, unsigned flags,
                   dlock__reply_fn fn, void *arg, int nkeys, int nargs, const char *const *args,
                   const size_t *argslen);
+
+/* Inside a reply callback: how many times the command being answered was sent (1, or
+ * more after a reconnect resent it). A script that recognises its own retry uses it to
+ * tell "my earlier send already did it" from "it was never there". */
+int dlock__reply_sends(const dlock_client *c);
 
 /* Detail text of a failed command for an op: the error reply's text or a description of
  * status. */
@@ -251,8 +262,9 @@ typedef struct dlock__lease_ops {
     /* Renew script: KEYS = the batch's keys; ARGV[1] = watchdog_ms, ARGV[1+i] = field of
      * KEYS[i]. Reply: an array with 1 (renewed) or 0 (gone) per key. */
     enum dlock__script_id renew_script;
-    /* The lease is lost: renewal found it gone, or could not confirm it before it ran
-     * out. The lease is out of the registry and freed after this returns. */
+    /* The lease is lost: renewal found it gone (reason DLOCK_ELOST), or could not
+     * confirm it before it ran out (DLOCK_ECONN). The lease is out of the registry and
+     * freed after this returns. */
     void (*lost)(dlock__lease *lease, void *owner_ctx);
 } dlock__lease_ops;
 
@@ -263,6 +275,8 @@ dlock__lease *dlock__lease_new(dlock_client *c, const dlock__lease_ops *ops, con
 /* The acquire succeeded; it was sent at sent_at_ms (monotonic), so the lease runs to
  * sent_at_ms + watchdog_ms unless renewed. */
 void dlock__lease_held(dlock__lease *lease, int64_t sent_at_ms);
+/* Inside ops->lost: DLOCK_ELOST or DLOCK_ECONN, as described there. */
+int dlock__lease_lost_reason(const dlock__lease *lease);
 /* Stop renewing (the release starts, the acquire failed, the handle goes): the registry
  * frees the lease; the caller must not use it again. */
 void dlock__lease_drop(dlock__lease *lease);

@@ -33,6 +33,7 @@ struct dlock__lease {
     int64_t confirmed_until_ms;
     enum lease_state state;
     int batches_in_flight;
+    int lost_reason;
 };
 
 typedef struct renew_batch {
@@ -105,10 +106,11 @@ static void arm_expiry(dlock__renew *r, dlock_client *c) {
         dlock__timer_stop(&c->sched, &r->expiry_timer);
 }
 
-static void declare_lost(dlock__renew *r, dlock__lease *l, const char *why) {
+static void declare_lost(dlock__renew *r, dlock__lease *l, int reason, const char *why) {
     dlock__log(l->client, DLOCK_LOG_WARN, "lease lost: %s field %s: %s", l->key, l->field, why);
     unlink_lease(r, l);
     l->state = L_GONE;
+    l->lost_reason = reason;
     l->ops->lost(l, l->owner_ctx);
     if (l->batches_in_flight == 0)
         lease_free(l);
@@ -120,7 +122,7 @@ static void on_expiry(dlock__timer *t, void *arg) {
     dlock__renew *r = &c->renew;
     int64_t now = dlock__now_ms();
     while (r->held_head && r->held_head->confirmed_until_ms <= now)
-        declare_lost(r, r->held_head, "not confirmed before its lease ran out");
+        declare_lost(r, r->held_head, DLOCK_ECONN, "not confirmed before its lease ran out");
     arm_expiry(r, c);
     if (!r->held_head)
         dlock__timer_stop(&c->sched, &r->tick_timer);
@@ -150,7 +152,7 @@ static void on_renewed(dlock_client *c, int status, const dlock__reply *reply, v
                 insert_held(r, l);
             }
         } else {
-            declare_lost(r, l, "renewal found it gone");
+            declare_lost(r, l, DLOCK_ELOST, "renewal found it gone");
         }
     }
     if (status != DLOCK_OK)
@@ -293,6 +295,8 @@ void dlock__lease_held(dlock__lease *l, int64_t sent_at_ms) {
     if (r->held_head == l)
         arm_expiry(r, c);
 }
+
+int dlock__lease_lost_reason(const dlock__lease *l) { return l->lost_reason; }
 
 void dlock__lease_drop(dlock__lease *l) {
     if (!l)

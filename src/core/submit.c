@@ -102,10 +102,14 @@ void dlock__op_complete(dlock__op *op, int status) {
     }
     dlock__set_last_error(op->error_text);
     dlock_client *c = op->client;
-    c->callback_depth++;
+    dlock__user_callback_enter(c);
     op->complete(op); /* may free op */
-    c->callback_depth--;
+    dlock__user_callback_leave(c);
 }
+
+void dlock__user_callback_enter(dlock_client *c) { c->callback_depth++; }
+
+void dlock__user_callback_leave(dlock_client *c) { c->callback_depth--; }
 
 int dlock__op_run(dlock__op *op) {
     dlock_client *c = op->client;

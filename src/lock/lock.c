@@ -1,0 +1,759 @@
+/* lock.c — the reentrant lock (Redisson RLock) and the fenced lock (RFencedLock).
+ *
+ * Redis layout (wire-compatible with Redisson, see REDIS_LAYOUT.md):
+ *   N                              hash: "<client-id>:<owner>" -> hold count; PEXPIRE = lease
+ *   redisson_lock__channel:{N}     channel; "0" is published when the lock is freed
+ *   redisson_lock_token:{N}        fenced lock: string counter, INCR per acquisition, no TTL
+ * Scripts beside this file: acquire.lua, release.lua, force_release.lua; the watchdog
+ * renews with the core's renew_hash.lua.
+ *
+ * The client keeps, per owner of each handle, the hold count it believes that owner has.
+ * The scripts receive it and so can tell a resend (the reply of the first send was lost
+ * with a dropped connection) from a new request: an acquire or release is applied once
+ * however many times the core sends it. A reply that shows the owner's holds vanished
+ * (the key expired or was deleted) makes those holds lost, as the watchdog would.
+ *
+ * Everything below runs on the client's loop thread; the public calls carry their work
+ * there as ops (dlock__op_run for the blocking face, dlock__op_submit for the async one). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dlock/lock.h"
+#include "dlock_int.h"
+
+typedef struct hold hold;
+
+struct dlock_lock {
+    dlock_client *client;
+    bool fenced;
+    char *name;
+    char *channel;
+    char *token_key; /* fenced only */
+    hold *holds;     /* one per owner that ever used this handle */
+    dlock_lost_cb lost_cb;
+    void *lost_arg;
+    int ops_in_flight;
+    bool freeing;
+    struct lock_op *waiting; /* acquires in the waiting engine, canceled by dlock_lock_free */
+};
+
+/* What the client knows of one owner's holds on one lock. */
+struct hold {
+    hold *next;
+    dlock_lock *lock;
+    uint64_t owner;
+    char field[DLOCK__OWNER_FIELD_MAX];
+    int64_t count;          /* holds this owner has, as far as the client knows */
+    int64_t lost;           /* holds lost while held: each makes a release say DLOCK_ELOST */
+    int64_t lease_ms;       /* lease of the latest acquisition, DLOCK_WATCHDOG or ms */
+    uint64_t token;         /* fenced: token of the latest acquisition */
+    bool has_token;
+    dlock__lease *watchdog; /* registered while a watchdog hold is taken or held */
+};
+
+typedef struct lock_op lock_op;
+struct lock_op {
+    dlock__op op; /* first: the core's op */
+    dlock_lock *lock;
+    uint64_t owner;
+    int64_t wait_ms;
+    int64_t lease_ms;
+    hold *hold;
+    dlock__waiter waiter;
+    int64_t sent_ms;
+    int64_t believed;
+    bool registered_watchdog;
+    lock_op *prev_waiting, *next_waiting;
+    /* results for the blocking face */
+    bool out_bool;
+    int64_t out_int;
+    uint64_t out_token;
+    dlock_lost_cb new_lost_cb; /* dlock_lock_on_lost */
+    void *new_lost_arg;
+    /* async face */
+    dlock_lock_cb cb;
+    void *arg;
+};
+
+/* ---- handles and owners ----------------------------------------------------------------- */
+
+static void lock_destroy(dlock_lock *l) {
+    hold *h = l->holds;
+    while (h) {
+        hold *next = h->next;
+        dlock__lease_drop(h->watchdog);
+        dlock__free(h);
+        h = next;
+    }
+    dlock__free(l->name);
+    dlock__free(l->channel);
+    dlock__free(l->token_key);
+    dlock__free(l);
+}
+
+static hold *hold_find(dlock_lock *l, uint64_t owner) {
+    for (hold *h = l->holds; h; h = h->next)
+        if (h->owner == owner)
+            return h;
+    return NULL;
+}
+
+static hold *hold_get(dlock_lock *l, uint64_t owner) {
+    hold *h = hold_find(l, owner);
+    if (h)
+        return h;
+    h = dlock__calloc(1, sizeof(*h));
+    if (!h)
+        return NULL;
+    h->lock = l;
+    h->owner = owner;
+    dlock__owner_field(l->client, owner, h->field);
+    h->next = l->holds;
+    l->holds = h;
+    return h;
+}
+
+/* The owner's holds are gone from Redis: count them as lost and tell the application. */
+static void holds_lost(hold *h, int reason) {
+    if (h->count <= 0)
+        return;
+    dlock_lock *l = h->lock;
+    h->lost += h->count;
+    h->count = 0;
+    if (h->watchdog) {
+        dlock__lease_drop(h->watchdog);
+        h->watchdog = NULL;
+    }
+    if (l->lost_cb) {
+        dlock__user_callback_enter(l->client);
+        l->lost_cb(l, h->owner, reason, l->lost_arg);
+        dlock__user_callback_leave(l->client);
+    }
+}
+
+static void on_lease_lost(dlock__lease *lease, void *owner_ctx) {
+    hold *h = owner_ctx;
+    h->watchdog = NULL; /* the core frees the lease */
+    holds_lost(h, dlock__lease_lost_reason(lease));
+}
+
+static const dlock__lease_ops lock_lease_ops = {
+    .renew_script = DLOCK__SCRIPT_CORE_RENEW_HASH,
+    .lost = on_lease_lost,
+};
+
+static int64_t lease_value(const dlock_lock *l, int64_t lease_ms) {
+    return lease_ms == DLOCK_WATCHDOG ? dlock__client_watchdog_ms(l->client) : lease_ms;
+}
+
+/* ---- ops -------------------------------------------------------------------------------- */
+
+/* Every op of this file ends here: the caller learns the status, then the handle may go if
+ * dlock_lock_free asked for it while the op was in flight. */
+static void op_finish(lock_op *op, int status) {
+    dlock_lock *l = op->lock;
+    dlock__op_complete(&op->op, status); /* the async face may free op */
+    if (--l->ops_in_flight == 0 && l->freeing)
+        lock_destroy(l);
+}
+
+static void op_fail(lock_op *op, int status, const dlock__reply *reply) {
+    dlock__op_fail_reply(&op->op, status, reply);
+    op_finish(op, status);
+}
+
+/* Every op starts here; false if the handle is going away. */
+static bool op_begin(lock_op *op) {
+    op->lock->ops_in_flight++;
+    if (op->lock->freeing) {
+        dlock__op_fail(&op->op, DLOCK_ECANCELED, "the lock handle is being freed");
+        op_finish(op, DLOCK_ECANCELED);
+        return false;
+    }
+    return true;
+}
+
+static void op_init(lock_op *op, dlock_lock *l, dlock__op_fn start, uint64_t owner) {
+    memset(op, 0, sizeof(*op));
+    dlock__op_init(&op->op, l->client, start);
+    op->lock = l;
+    op->owner = owner;
+}
+
+static void async_complete(dlock__op *o) {
+    lock_op *op = (lock_op *)o;
+    op->cb(op->lock, o->status, op->arg);
+    dlock__free(op);
+}
+
+/* ---- acquire ---------------------------------------------------------------------------- */
+
+static void on_acquire_reply(dlock_client *c, int status, const dlock__reply *reply, void *arg);
+
+/* Script arguments, built up key by key then arg by arg. */
+typedef struct script_args {
+    const char *v[8];
+    size_t len[8];
+    int n;
+    char numbers[3][24];
+    int nnumbers;
+} script_args;
+
+static void arg_str(script_args *a, const char *s) {
+    a->v[a->n] = s;
+    a->len[a->n++] = strlen(s);
+}
+
+static void arg_int(script_args *a, long long value) {
+    char *buf = a->numbers[a->nnumbers++];
+    a->v[a->n] = buf;
+    a->len[a->n++] = (size_t)snprintf(buf, sizeof(a->numbers[0]), "%lld", value);
+}
+
+static void acquire_attempt(dlock__waiter *w) {
+    lock_op *op = DLOCK__CONTAINER_OF(w, lock_op, waiter);
+    dlock_lock *l = op->lock;
+    hold *h = op->hold;
+    script_args a = {0};
+    arg_str(&a, l->name);
+    if (l->fenced)
+        arg_str(&a, l->token_key);
+    int nkeys = a.n;
+    arg_int(&a, lease_value(l, op->lease_ms));
+    arg_str(&a, h->field);
+    arg_int(&a, h->count);
+    op->believed = h->count;
+    op->sent_ms = dlock__now_ms();
+    int rc = dlock__script(l->client, DLOCK__SCRIPT_LOCK_ACQUIRE, DLOCK__CMD_RETRY_SAFE,
+                           on_acquire_reply, op, nkeys, a.n, a.v, a.len);
+    if (rc != DLOCK_OK) {
+        dlock__op_fail(&op->op, rc, "%s", dlock_strerror(rc));
+        dlock__wait_result(w, rc, -1);
+    }
+}
+
+static void on_acquire_reply(dlock_client *c, int status, const dlock__reply *reply, void *arg) {
+    (void)c;
+    lock_op *op = arg;
+    hold *h = op->hold;
+    if (status != DLOCK_OK) {
+        dlock__op_fail_reply(&op->op, status, reply);
+        dlock__wait_result(&op->waiter, status, -1);
+        return;
+    }
+    if (dlock__reply_int(dlock__reply_at(reply, 0)) == 0) {
+        /* busy: the holder's remaining lease is when it may free itself; -1 = never */
+        int64_t pttl = dlock__reply_int(dlock__reply_at(reply, 1));
+        dlock__wait_result(&op->waiter, DLOCK__BUSY, pttl == -2 ? 0 : pttl);
+        return;
+    }
+    int64_t holds = dlock__reply_int(dlock__reply_at(reply, 1));
+    if (holds < h->count + 1)
+        holds_lost(h, DLOCK_ELOST); /* the owner's earlier holds vanished meanwhile */
+    h->count = holds;
+    h->lease_ms = op->lease_ms;
+    if (op->lock->fenced) {
+        h->token = (uint64_t)dlock__reply_int(dlock__reply_at(reply, 2));
+        h->has_token = true;
+    }
+    if (op->lease_ms == DLOCK_WATCHDOG && !h->watchdog) {
+        /* the hold was lost while this acquire was in flight: register again */
+        h->watchdog = dlock__lease_new(c, &lock_lease_ops, op->lock->name, h->field, h);
+    }
+    if (h->watchdog)
+        dlock__lease_held(h->watchdog, op->sent_ms);
+    dlock__wait_result(&op->waiter, DLOCK_OK, -1);
+}
+
+static void unlink_waiting(lock_op *op) {
+    dlock_lock *l = op->lock;
+    if (op->prev_waiting)
+        op->prev_waiting->next_waiting = op->next_waiting;
+    else if (l->waiting == op)
+        l->waiting = op->next_waiting;
+    if (op->next_waiting)
+        op->next_waiting->prev_waiting = op->prev_waiting;
+    op->prev_waiting = op->next_waiting = NULL;
+}
+
+static void acquire_done(dlock__waiter *w, int status) {
+    lock_op *op = DLOCK__CONTAINER_OF(w, lock_op, waiter);
+    hold *h = op->hold;
+    unlink_waiting(op);
+    if (status != DLOCK_OK && h->count == 0 && h->watchdog) {
+        /* nothing held: nothing to renew */
+        dlock__lease_drop(h->watchdog);
+        h->watchdog = NULL;
+    }
+    if (status == DLOCK_ETIMEDOUT)
+        dlock__op_fail(&op->op, status, "lock %s is held by another owner", op->lock->name);
+    op_finish(op, status);
+}
+
+/* A freed lock lets one waiter of each client in: the others stay asleep. */
+static int wake_one(const char *msg, size_t len) {
+    (void)msg;
+    (void)len;
+    return 1;
+}
+
+static const dlock__wait_ops lock_wait_ops = {
+    .attempt = acquire_attempt,
+    .wake_count = wake_one,
+    .done = acquire_done,
+};
+
+static void acquire_start(dlock__op *o) {
+    lock_op *op = (lock_op *)o;
+    if (!op_begin(op))
+        return;
+    dlock_lock *l = op->lock;
+    hold *h = hold_get(l, op->owner);
+    if (!h) {
+        op_fail(op, DLOCK_ENOMEM, NULL);
+        return;
+    }
+    op->hold = h;
+    if (op->lease_ms == DLOCK_WATCHDOG && !h->watchdog) {
+        /* registered before the acquire is sent: a release can never run ahead of it */
+        h->watchdog = dlock__lease_new(l->client, &lock_lease_ops, l->name, h->field, h);
+        if (!h->watchdog) {
+            op_fail(op, DLOCK_ENOMEM, NULL);
+            return;
+        }
+    }
+    op->next_waiting = l->waiting;
+    if (l->waiting)
+        l->waiting->prev_waiting = op;
+    l->waiting = op;
+    dlock__wait_start(&op->waiter, l->client, &lock_wait_ops, l->channel, op->wait_ms);
+}
+
+/* ---- release ---------------------------------------------------------------------------- */
+
+static void on_release_reply(dlock_client *c, int status, const dlock__reply *reply, void *arg) {
+    lock_op *op = arg;
+    hold *h = op->hold;
+    if (status != DLOCK_OK) {
+        op_fail(op, status, reply);
+        return;
+    }
+    int64_t left = dlock__reply_int(reply);
+    if (left >= 0) {
+        h->count = left;
+        op_finish(op, DLOCK_OK);
+        return;
+    }
+    if (op->believed == 0) {
+        dlock__op_fail(&op->op, DLOCK_ENOTOWNER, "lock %s is not held by this owner",
+                       op->lock->name);
+        op_finish(op, DLOCK_ENOTOWNER);
+    } else if (op->believed == 1 && dlock__reply_sends(c) > 1) {
+        h->count = 0; /* an earlier send of this release freed it; its reply was lost */
+        op_finish(op, DLOCK_OK);
+    } else {
+        /* the holds vanished (expired, force-released) before the watchdog noticed */
+        holds_lost(h, DLOCK_ELOST);
+        h->lost--;
+        dlock__op_fail(&op->op, DLOCK_ELOST, "lock %s was lost while held", op->lock->name);
+        op_finish(op, DLOCK_ELOST);
+    }
+}
+
+static void release_start(dlock__op *o) {
+    lock_op *op = (lock_op *)o;
+    if (!op_begin(op))
+        return;
+    dlock_lock *l = op->lock;
+    hold *h = hold_get(l, op->owner);
+    if (!h) {
+        op_fail(op, DLOCK_ENOMEM, NULL);
+        return;
+    }
+    op->hold = h;
+    if (h->lost > 0) {
+        h->lost--;
+        dlock__op_fail(&op->op, DLOCK_ELOST, "lock %s was lost while held", l->name);
+        op_finish(op, DLOCK_ELOST);
+        return;
+    }
+    op->believed = h->count;
+    if (h->count == 1 && h->watchdog) {
+        /* the last hold goes: stop renewing before the release is sent */
+        dlock__lease_drop(h->watchdog);
+        h->watchdog = NULL;
+    }
+    script_args a = {0};
+    arg_str(&a, l->name);
+    arg_str(&a, l->channel);
+    arg_int(&a, lease_value(l, h->count > 0 ? h->lease_ms : DLOCK_WATCHDOG));
+    arg_str(&a, h->field);
+    arg_int(&a, h->count);
+    int rc = dlock__script(l->client, DLOCK__SCRIPT_LOCK_RELEASE, DLOCK__CMD_RETRY_SAFE,
+                           on_release_reply, op, 2, a.n, a.v, a.len);
+    if (rc != DLOCK_OK)
+        op_fail(op, rc, NULL);
+}
+
+/* ---- force release and the queries ------------------------------------------------------ */
+
+static void on_force_reply(dlock_client *c, int status, const dlock__reply *reply, void *arg) {
+    (void)c;
+    lock_op *op = arg;
+    if (status != DLOCK_OK) {
+        op_fail(op, status, reply);
+        return;
+    }
+    op->out_bool = dlock__reply_int(reply) == 1;
+    op_finish(op, DLOCK_OK);
+}
+
+static void force_start(dlock__op *o) {
+    lock_op *op = (lock_op *)o;
+    if (!op_begin(op))
+        return;
+    dlock_lock *l = op->lock;
+    script_args a = {0};
+    arg_str(&a, l->name);
+    arg_str(&a, l->channel);
+    int rc = dlock__script(l->client, DLOCK__SCRIPT_LOCK_FORCE_RELEASE, DLOCK__CMD_RETRY_SAFE,
+                           on_force_reply, op, 2, a.n, a.v, a.len);
+    if (rc != DLOCK_OK)
+        op_fail(op, rc, NULL);
+}
+
+enum query { Q_IS_LOCKED, Q_IS_HELD, Q_HOLD_COUNT, Q_TTL };
+
+typedef struct query_op {
+    lock_op base;
+    enum query what;
+} query_op;
+
+static void on_query_reply(dlock_client *c, int status, const dlock__reply *reply, void *arg) {
+    (void)c;
+    query_op *q = arg;
+    if (status != DLOCK_OK) {
+        op_fail(&q->base, status, reply);
+        return;
+    }
+    long long v = dlock__reply_type(reply) == DLOCK__REPLY_NIL ? 0 : dlock__reply_int(reply);
+    q->base.out_int = v;
+    q->base.out_bool = v != 0;
+    op_finish(&q->base, DLOCK_OK);
+}
+
+static void query_start(dlock__op *o) {
+    query_op *q = (query_op *)o;
+    if (!op_begin(&q->base))
+        return;
+    dlock_lock *l = q->base.lock;
+    char field[DLOCK__OWNER_FIELD_MAX];
+    dlock__owner_field(l->client, q->base.owner, field);
+    script_args a = {0};
+    switch (q->what) {
+    case Q_IS_LOCKED:
+        arg_str(&a, "EXISTS");
+        break;
+    case Q_IS_HELD:
+        arg_str(&a, "HEXISTS");
+        break;
+    case Q_HOLD_COUNT:
+        arg_str(&a, "HGET");
+        break;
+    case Q_TTL:
+        arg_str(&a, "PTTL");
+        break;
+    }
+    arg_str(&a, l->name);
+    if (q->what == Q_IS_HELD || q->what == Q_HOLD_COUNT)
+        arg_str(&a, field);
+    int rc = dlock__command(l->client, DLOCK__CMD_RETRY_SAFE, on_query_reply, q, a.n, a.v,
+                            a.len);
+    if (rc != DLOCK_OK)
+        op_fail(&q->base, rc, NULL);
+}
+
+static void token_start(dlock__op *o) {
+    lock_op *op = (lock_op *)o;
+    if (!op_begin(op))
+        return;
+    hold *h = hold_find(op->lock, op->owner);
+    if (!h || !h->has_token) {
+        dlock__op_fail(o, DLOCK_ENOTOWNER, "this owner never acquired lock %s", op->lock->name);
+        op_finish(op, DLOCK_ENOTOWNER);
+        return;
+    }
+    op->out_token = h->token;
+    op_finish(op, DLOCK_OK);
+}
+
+static void on_lost_start(dlock__op *o) {
+    lock_op *op = (lock_op *)o;
+    if (!op_begin(op))
+        return;
+    op->lock->lost_cb = op->new_lost_cb;
+    op->lock->lost_arg = op->new_lost_arg;
+    op_finish(op, DLOCK_OK);
+}
+
+/* ---- the public calls ------------------------------------------------------------------- */
+
+static int check_lock(const dlock_lock *l) {
+    return l ? DLOCK_OK : dlock__fail(DLOCK_EINVAL, "lock is NULL");
+}
+
+static int check_wait(int64_t wait_ms) {
+    if (wait_ms < 0 && wait_ms != DLOCK_FOREVER)
+        return dlock__fail(DLOCK_EINVAL, "wait_ms must be >= 0 or DLOCK_FOREVER");
+    return DLOCK_OK;
+}
+
+static int check_lease(int64_t lease_ms) {
+    if (lease_ms <= 0 && lease_ms != DLOCK_WATCHDOG)
+        return dlock__fail(DLOCK_EINVAL, "lease_ms must be > 0 or DLOCK_WATCHDOG");
+    return DLOCK_OK;
+}
+
+static int lock_create(dlock_client *c, const char *name, bool fenced, dlock_lock **out) {
+    if (!c)
+        return dlock__fail(DLOCK_EINVAL, "client is NULL");
+    if (!out)
+        return dlock__fail(DLOCK_EINVAL, "out is NULL");
+    int rc = dlock__check_name(name);
+    if (rc != DLOCK_OK)
+        return rc;
+    dlock_lock *l = dlock__calloc(1, sizeof(*l));
+    if (!l)
+        return dlock__fail(DLOCK_ENOMEM, "out of memory");
+    l->client = c;
+    l->fenced = fenced;
+    l->name = dlock__strdup(name);
+    l->channel = dlock__name_prefixed("redisson_lock__channel", name);
+    l->token_key = fenced ? dlock__name_prefixed("redisson_lock_token", name) : NULL;
+    if (!l->name || !l->channel || (fenced && !l->token_key)) {
+        lock_destroy(l);
+        return dlock__fail(DLOCK_ENOMEM, "out of memory");
+    }
+    *out = l;
+    return DLOCK_OK;
+}
+
+int dlock_lock_new(dlock_client *c, const char *name, dlock_lock **out) {
+    return lock_create(c, name, false, out);
+}
+
+int dlock_fencedlock_new(dlock_client *c, const char *name, dlock_lock **out) {
+    return lock_create(c, name, true, out);
+}
+
+const char *dlock_lock_name(const dlock_lock *l) { return l ? l->name : NULL; }
+
+/* Loop thread: cancel the waiting acquires, stop renewing, free once nothing is in flight. */
+static void free_on_loop(dlock_lock *l) {
+    l->freeing = true;
+    for (lock_op *op = l->waiting; op; op = op->next_waiting)
+        dlock__wait_cancel(&op->waiter);
+    for (hold *h = l->holds; h; h = h->next) {
+        dlock__lease_drop(h->watchdog);
+        h->watchdog = NULL;
+    }
+    if (l->ops_in_flight == 0)
+        lock_destroy(l);
+}
+
+static void free_start(dlock__op *o) {
+    dlock_lock *l = ((lock_op *)o)->lock;
+    dlock__op_complete(o, DLOCK_OK); /* the caller goes on (or the op is freed) */
+    free_on_loop(l);
+}
+
+static void free_op(dlock__op *o) { dlock__free(o); }
+
+void dlock_lock_free(dlock_lock *l) {
+    if (!l)
+        return;
+    if (dlock__on_loop_thread(l->client)) {
+        /* Through the submit queue all the same: async calls made just before are still
+         * queued there and must start (and see the handle going) before it goes. */
+        lock_op *op = dlock__malloc(sizeof(*op));
+        if (op) {
+            op_init(op, l, free_start, 0);
+            op->op.complete = free_op;
+            if (dlock__op_submit(&op->op) == DLOCK_OK)
+                return;
+            dlock__free(op);
+        }
+        free_on_loop(l);
+        return;
+    }
+    lock_op op;
+    op_init(&op, l, free_start, 0);
+    if (dlock__op_run(&op.op) != DLOCK_OK) {
+        /* the client is closing: nothing runs on its loop any more, and its watchdog
+         * has already forgotten every lease */
+        for (hold *h = l->holds; h; h = h->next)
+            h->watchdog = NULL;
+        lock_destroy(l);
+    }
+}
+
+static int run_blocking(lock_op *op) { return dlock__op_run(&op->op); }
+
+int dlock_lock_try_acquire(dlock_lock *l, int64_t wait_ms, int64_t lease_ms) {
+    int rc;
+    if ((rc = check_lock(l)) || (rc = check_wait(wait_ms)) || (rc = check_lease(lease_ms)))
+        return rc;
+    lock_op op;
+    op_init(&op, l, acquire_start, dlock_thread_owner());
+    op.wait_ms = wait_ms;
+    op.lease_ms = lease_ms;
+    return run_blocking(&op);
+}
+
+int dlock_lock_acquire(dlock_lock *l, int64_t lease_ms) {
+    return dlock_lock_try_acquire(l, DLOCK_FOREVER, lease_ms);
+}
+
+int dlock_lock_release(dlock_lock *l) {
+    int rc = check_lock(l);
+    if (rc)
+        return rc;
+    lock_op op;
+    op_init(&op, l, release_start, dlock_thread_owner());
+    return run_blocking(&op);
+}
+
+int dlock_lock_force_release(dlock_lock *l, bool *was_locked) {
+    int rc = check_lock(l);
+    if (rc)
+        return rc;
+    lock_op op;
+    op_init(&op, l, force_start, 0);
+    rc = run_blocking(&op);
+    if (rc == DLOCK_OK && was_locked)
+        *was_locked = op.out_bool;
+    return rc;
+}
+
+static int run_query(dlock_lock *l, enum query what, query_op *q) {
+    int rc = check_lock(l);
+    if (rc)
+        return rc;
+    memset(q, 0, sizeof(*q));
+    op_init(&q->base, l, query_start, dlock_thread_owner());
+    q->what = what;
+    return run_blocking(&q->base);
+}
+
+int dlock_lock_is_locked(dlock_lock *l, bool *out) {
+    if (!out)
+        return dlock__fail(DLOCK_EINVAL, "out is NULL");
+    query_op q;
+    int rc = run_query(l, Q_IS_LOCKED, &q);
+    if (rc == DLOCK_OK)
+        *out = q.base.out_bool;
+    return rc;
+}
+
+int dlock_lock_is_held(dlock_lock *l, bool *out) {
+    if (!out)
+        return dlock__fail(DLOCK_EINVAL, "out is NULL");
+    query_op q;
+    int rc = run_query(l, Q_IS_HELD, &q);
+    if (rc == DLOCK_OK)
+        *out = q.base.out_bool;
+    return rc;
+}
+
+int dlock_lock_hold_count(dlock_lock *l, int64_t *out) {
+    if (!out)
+        return dlock__fail(DLOCK_EINVAL, "out is NULL");
+    query_op q;
+    int rc = run_query(l, Q_HOLD_COUNT, &q);
+    if (rc == DLOCK_OK)
+        *out = q.base.out_int;
+    return rc;
+}
+
+int dlock_lock_ttl(dlock_lock *l, int64_t *out_ms) {
+    if (!out_ms)
+        return dlock__fail(DLOCK_EINVAL, "out_ms is NULL");
+    query_op q;
+    int rc = run_query(l, Q_TTL, &q);
+    if (rc == DLOCK_OK)
+        *out_ms = q.base.out_int;
+    return rc;
+}
+
+int dlock_lock_token(dlock_lock *l, uint64_t *out) {
+    int rc = check_lock(l);
+    if (rc)
+        return rc;
+    if (!out)
+        return dlock__fail(DLOCK_EINVAL, "out is NULL");
+    if (!l->fenced)
+        return dlock__fail(DLOCK_EINVAL, "lock %s is not a fenced lock", l->name);
+    lock_op op;
+    op_init(&op, l, token_start, dlock_thread_owner());
+    rc = run_blocking(&op);
+    if (rc == DLOCK_OK)
+        *out = op.out_token;
+    return rc;
+}
+
+int dlock_lock_on_lost(dlock_lock *l, dlock_lost_cb cb, void *arg) {
+    int rc = check_lock(l);
+    if (rc)
+        return rc;
+    if (dlock__on_loop_thread(l->client)) {
+        l->lost_cb = cb;
+        l->lost_arg = arg;
+        return DLOCK_OK;
+    }
+    /* set on the loop thread, where the watchdog reads it */
+    lock_op op;
+    op_init(&op, l, on_lost_start, 0);
+    op.new_lost_cb = cb;
+    op.new_lost_arg = arg;
+    return run_blocking(&op);
+}
+
+static int submit_async(lock_op *op, dlock_lock_cb cb, void *arg) {
+    op->cb = cb;
+    op->arg = arg;
+    op->op.complete = async_complete;
+    int rc = dlock__op_submit(&op->op);
+    if (rc != DLOCK_OK)
+        dlock__free(op);
+    return rc;
+}
+
+int dlock_lock_acquire_async(dlock_lock *l, uint64_t owner, int64_t wait_ms, int64_t lease_ms,
+                             dlock_lock_cb cb, void *arg) {
+    int rc;
+    if ((rc = check_lock(l)) || (rc = check_wait(wait_ms)) || (rc = check_lease(lease_ms)))
+        return rc;
+    if (owner == 0 || !cb)
+        return dlock__fail(DLOCK_EINVAL, "%s", owner == 0 ? "owner is 0" : "cb is NULL");
+    lock_op *op = dlock__malloc(sizeof(*op));
+    if (!op)
+        return dlock__fail(DLOCK_ENOMEM, "out of memory");
+    op_init(op, l, acquire_start, owner);
+    op->wait_ms = wait_ms;
+    op->lease_ms = lease_ms;
+    return submit_async(op, cb, arg);
+}
+
+int dlock_lock_release_async(dlock_lock *l, uint64_t owner, dlock_lock_cb cb, void *arg) {
+    int rc = check_lock(l);
+    if (rc)
+        return rc;
+    if (owner == 0 || !cb)
+        return dlock__fail(DLOCK_EINVAL, "%s", owner == 0 ? "owner is 0" : "cb is NULL");
+    lock_op *op = dlock__malloc(sizeof(*op));
+    if (!op)
+        return dlock__fail(DLOCK_ENOMEM, "out of memory");
+    op_init(op, l, release_start, owner);
+    return submit_async(op, cb, arg);
+}

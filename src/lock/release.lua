@@ -1,0 +1,30 @@
+-- release.lua — give back one hold; the last one frees the lock and wakes its waiters.
+--
+-- KEYS[1]  the lock hash N
+-- KEYS[2]  its channel redisson_lock__channel:{N}
+-- ARGV[1]  the lease to keep when holds remain, ms
+-- ARGV[2]  the owner field, <client-id>:<owner>
+-- ARGV[3]  the hold count the client believes this owner has (0: it does not know)
+-- Reply    -1 the owner holds nothing; otherwise the holds left (0: the lock was deleted
+--          and "0" published, Redisson's unlock message)
+--
+-- Applied once even when sent twice: if the owner has one hold fewer than the client
+-- believes, this is a resend of a release whose reply was lost; it changes nothing. (The
+-- resend of a last release finds nothing: the client tells that case apart by knowing it
+-- sent the command twice.)
+local holds = tonumber(redis.call('hget', KEYS[1], ARGV[2]))
+if not holds then
+    return -1
+end
+local believed = tonumber(ARGV[3])
+if believed > 0 and holds == believed - 1 then
+    return holds
+end
+holds = redis.call('hincrby', KEYS[1], ARGV[2], -1)
+if holds > 0 then
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return holds
+end
+redis.call('del', KEYS[1])
+redis.call('publish', KEYS[2], 0)
+return 0
