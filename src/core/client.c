@@ -9,6 +9,7 @@
  * loop thread, in the order that lets each part settle what the next part owns: queued
  * calls, commands (which settles attempts of waiters and renewals), waiters, leases,
  * subscriptions, timers. */
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,6 +142,19 @@ static void *io_thread_main(void *arg) {
     return NULL;
 }
 
+/* Starts the I/O thread with every signal blocked: the application's signals go to its
+ * own threads, and the SIGPIPE that hiredis' plain write() raises when Redis closed the
+ * socket stays pending on this thread instead of killing the process (write then fails
+ * with EPIPE and the link reconnects). */
+static int start_io_thread(dlock_client *c) {
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&c->io_thread, NULL, io_thread_main, c);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}
+
 static void client_destroy(dlock_client *c) {
     if (c->own_loop && c->loop)
         ev_loop_destroy(c->loop);
@@ -217,7 +231,7 @@ int dlock_client_new(const dlock_options *o, dlock_client **out) {
     /* The loop does not run yet: starting the connection from this thread is safe, and
      * pthread_create orders it before everything the I/O thread does. */
     dlock__link_start(&c->conn.link);
-    if (pthread_create(&c->io_thread, NULL, io_thread_main, c) != 0) {
+    if (start_io_thread(c) != 0) {
         close_all(c);
         client_destroy(c);
         return dlock__fail(DLOCK_ENOMEM, "cannot start the I/O thread");

@@ -20,7 +20,12 @@ extern "C" {
  * connection is made in the background and operations started before it is ready wait
  * for it (and fail with DLOCK_ECONN if it cannot be made in time). Blocking calls made
  * on the loop thread return DLOCK_EDEADLK; from other threads they work while the
- * application runs the loop. Free with dlock_client_free() on the loop thread. */
+ * application runs the loop. Free with dlock_client_free() on the loop thread.
+ *
+ * hiredis writes with plain write(): when Redis closes a connection, the next write raises
+ * SIGPIPE on the loop thread. Ignore SIGPIPE (signal(SIGPIPE, SIG_IGN)) or block it on
+ * that thread, as for any program that writes to sockets; the blocking face does this
+ * for its own I/O thread. */
 DLOCK_EXTERN int dlock_client_new_on_loop(const dlock_options *o, struct ev_loop *loop,
                                           dlock_client **out);
 

@@ -1,0 +1,48 @@
+/* test_util.h - clocks, sleeps, load scaling and the per-test hang watchdog.
+ *
+ * Tests measure time with the monotonic clock only, scale their iteration counts by
+ * test_scale() (valgrind runs set DLOCK_TEST_SCALE=0.05), and arm the watchdog so that a
+ * hang fails with a message instead of blocking CI.
+ */
+#ifndef DLOCK_TEST_UTIL_H
+#define DLOCK_TEST_UTIL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Arm the hang guard of the calling process: if test_watchdog_disarm() or another arm does
+ * not come first, after `seconds` (x10 when test_under_valgrind()) it prints
+ * "TEST HANG: <what> did not finish within N s" on stderr, SIGKILLs every redis_fixture
+ * server of this process and _exit(1)s. Arming again replaces the deadline and the text
+ * (`what` is copied). Runs on a helper thread, so it needs no signal and fires even while
+ * every test thread is blocked. A forked child starts unarmed. Thread-safe. */
+void test_watchdog_arm(unsigned seconds, const char *what);
+/* The same with a budget in milliseconds that is used as given, never multiplied. */
+void test_watchdog_arm_exact_ms(int64_t ms, const char *what);
+/* Cancel the deadline. No-op when not armed. */
+void test_watchdog_disarm(void);
+
+/* $DLOCK_TEST_SCALE as a double in (0, 1]; unset, unparsable or out of range: 1.0. */
+double test_scale(void);
+/* max(1, n * test_scale()): iteration counts never drop to zero. */
+long test_scaled(long n);
+
+/* CLOCK_MONOTONIC. */
+int64_t test_now_ms(void);
+int64_t test_now_us(void);
+/* Sleep at least `ms` (resumes after signals); <= 0 returns at once. */
+void test_sleep_ms(int64_t ms);
+
+/* End a forked child: release what the support code holds in this process (servers it
+ * started, admin connections, the fixture and watchdog threads; see
+ * redis_fixture_cleanup_process()), then _exit(status). Under valgrind anything still live at
+ * _exit is reported as lost and memcheck replaces the child's exit status with its error
+ * code, so a child whose status is checked ends here. stdio is not flushed, as with _exit()
+ * (its buffers may hold output of the parent). */
+_Noreturn void test_child_exit(int status);
+
+/* true when DLOCK_TEST_SCALE < 1 or the process runs on valgrind (LD_PRELOAD holds
+ * vgpreload): timing budgets should then be generous. */
+bool test_under_valgrind(void);
+
+#endif /* DLOCK_TEST_UTIL_H */
