@@ -439,7 +439,6 @@ static void on_query_reply(dlock_client *c, int status, const dlock__reply *repl
     }
     long long v = dlock__reply_type(reply) == DLOCK__REPLY_NIL ? 0 : dlock__reply_int(reply);
     q->base.out_int = v;
-    q->base.out_bool = v != 0;
     op_finish(&q->base, DLOCK_OK);
 }
 
@@ -636,53 +635,51 @@ int dlock_lock_force_release(dlock_lock *l, bool *was_locked) {
     return rc;
 }
 
-static int run_query(dlock_lock *l, enum query what, query_op *q) {
+/* Runs a query for the calling thread; the answer (an integer, 0 for nil) in *out. */
+static int run_query(dlock_lock *l, enum query what, const void *out, int64_t *answer) {
     int rc = check_lock(l);
     if (rc)
         return rc;
-    memset(q, 0, sizeof(*q));
-    op_init(&q->base, l, query_start, dlock_thread_owner());
-    q->what = what;
-    return run_blocking(&q->base);
-}
-
-int dlock_lock_is_locked(dlock_lock *l, bool *out) {
     if (!out)
         return dlock__fail(DLOCK_EINVAL, "out is NULL");
     query_op q;
-    int rc = run_query(l, Q_IS_LOCKED, &q);
+    memset(&q, 0, sizeof(q));
+    op_init(&q.base, l, query_start, dlock_thread_owner());
+    q.what = what;
+    rc = run_blocking(&q.base);
+    *answer = q.base.out_int;
+    return rc;
+}
+
+int dlock_lock_is_locked(dlock_lock *l, bool *out) {
+    int64_t v;
+    int rc = run_query(l, Q_IS_LOCKED, out, &v);
     if (rc == DLOCK_OK)
-        *out = q.base.out_bool;
+        *out = v != 0;
     return rc;
 }
 
 int dlock_lock_is_held(dlock_lock *l, bool *out) {
-    if (!out)
-        return dlock__fail(DLOCK_EINVAL, "out is NULL");
-    query_op q;
-    int rc = run_query(l, Q_IS_HELD, &q);
+    int64_t v;
+    int rc = run_query(l, Q_IS_HELD, out, &v);
     if (rc == DLOCK_OK)
-        *out = q.base.out_bool;
+        *out = v != 0;
     return rc;
 }
 
 int dlock_lock_hold_count(dlock_lock *l, int64_t *out) {
-    if (!out)
-        return dlock__fail(DLOCK_EINVAL, "out is NULL");
-    query_op q;
-    int rc = run_query(l, Q_HOLD_COUNT, &q);
+    int64_t v;
+    int rc = run_query(l, Q_HOLD_COUNT, out, &v);
     if (rc == DLOCK_OK)
-        *out = q.base.out_int;
+        *out = v;
     return rc;
 }
 
 int dlock_lock_ttl(dlock_lock *l, int64_t *out_ms) {
-    if (!out_ms)
-        return dlock__fail(DLOCK_EINVAL, "out_ms is NULL");
-    query_op q;
-    int rc = run_query(l, Q_TTL, &q);
+    int64_t v;
+    int rc = run_query(l, Q_TTL, out_ms, &v);
     if (rc == DLOCK_OK)
-        *out_ms = q.base.out_int;
+        *out_ms = v;
     return rc;
 }
 
