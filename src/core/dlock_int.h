@@ -101,9 +101,11 @@ const dlock__reply *dlock__reply_at(const dlock__reply *r, size_t i);
  * primitive embeds a dlock__op first in its own op struct. */
 typedef struct dlock__op dlock__op;
 typedef void (*dlock__op_fn)(dlock__op *op);
+typedef struct dlock__handle dlock__handle;
 struct dlock__op {
     dlock__op *next; /* submit queue */
     dlock_client *client;
+    dlock__handle *handle; /* the primitive's handle the op works on, or NULL */
     dlock__op_fn start;    /* loop thread: begin the work; ends with dlock__op_complete() */
     dlock__op_fn complete; /* loop thread: the async face's callback (set by the primitive) */
     int status;
@@ -135,6 +137,53 @@ int dlock__op_fail(dlock__op *op, int err, const char *fmt, ...)
  * client under the caller's feet. */
 void dlock__user_callback_enter(dlock_client *c);
 void dlock__user_callback_leave(dlock_client *c);
+
+/* ---- handles: a primitive's object and the ops in flight on it (submit.c) -------------- */
+
+/* Embedded in every primitive's handle (a lock, a semaphore, ...). Ops that work on the
+ * handle keep it alive: dlock__handle_free() cancels what waits, then the last op to end
+ * destroys it, so the application may free a handle with calls still in flight. */
+struct dlock__handle {
+    dlock_client *client;
+    int ops_in_flight;
+    bool freeing;
+    void (*cancel)(dlock__handle *h);  /* loop thread: cancel waits, drop leases (may be NULL) */
+    void (*destroy)(dlock__handle *h); /* free the memory; no I/O */
+};
+
+void dlock__handle_init(dlock__handle *h, dlock_client *c, void (*cancel)(dlock__handle *),
+                        void (*destroy)(dlock__handle *));
+
+/* The free protocol of every primitive's *_free(): from any thread, no I/O. The handle
+ * goes after the ops queued before this call have started and every op has ended. */
+void dlock__handle_free(dlock__handle *h);
+
+/* Loop thread, first thing in an op's start: counts the op on its handle. false when the
+ * handle is being freed: the op has then been ended with DLOCK_ECANCELED. */
+bool dlock__op_begin(dlock__op *op);
+
+/* Loop thread, the last thing an op does: completes it (as dlock__op_complete) and lets
+ * its handle go if it was the last op of a freed handle. */
+void dlock__op_end(dlock__op *op, int status);
+
+/* As dlock__op_end, with the detail of a failed command (see dlock__op_fail_reply). */
+void dlock__op_end_reply(dlock__op *op, int status, const dlock__reply *reply);
+
+/* ---- script arguments ------------------------------------------------------------------ */
+
+/* Keys then arguments of one script call, built in order, numbers formatted in place. */
+#define DLOCK__ARGS_MAX 12
+typedef struct dlock__args {
+    const char *v[DLOCK__ARGS_MAX];
+    size_t len[DLOCK__ARGS_MAX];
+    int n;
+    char numbers[6][24];
+    int nnumbers;
+} dlock__args;
+
+void dlock__args_str(dlock__args *a, const char *s);
+void dlock__args_bin(dlock__args *a, const void *p, size_t len);
+void dlock__args_int(dlock__args *a, long long value);
 
 /* True on the client's loop thread. */
 bool dlock__on_loop_thread(const dlock_client *c);

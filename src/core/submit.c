@@ -9,6 +9,7 @@
 #include <semaphore.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core.h"
@@ -127,4 +128,107 @@ int dlock__op_run(dlock__op *op) {
     }
     sem_destroy(&done);
     return rc;
+}
+
+/* ---- handles ---------------------------------------------------------------------------- */
+
+void dlock__handle_init(dlock__handle *h, dlock_client *c, void (*cancel)(dlock__handle *),
+                        void (*destroy)(dlock__handle *)) {
+    memset(h, 0, sizeof(*h));
+    h->client = c;
+    h->cancel = cancel;
+    h->destroy = destroy;
+}
+
+bool dlock__op_begin(dlock__op *op) {
+    dlock__handle *h = op->handle;
+    if (!h)
+        return true;
+    h->ops_in_flight++;
+    if (h->freeing) {
+        dlock__op_fail(op, DLOCK_ECANCELED, "the handle is being freed");
+        dlock__op_end(op, DLOCK_ECANCELED);
+        return false;
+    }
+    return true;
+}
+
+void dlock__op_end(dlock__op *op, int status) {
+    dlock__handle *h = op->handle;
+    dlock__op_complete(op, status); /* the async face may free op */
+    if (h && --h->ops_in_flight == 0 && h->freeing)
+        h->destroy(h);
+}
+
+void dlock__op_end_reply(dlock__op *op, int status, const dlock__reply *reply) {
+    dlock__op_fail_reply(op, status, reply);
+    dlock__op_end(op, status);
+}
+
+/* Loop thread: cancel what waits on h; it goes when its last op ends. */
+static void handle_free_on_loop(dlock__handle *h) {
+    h->freeing = true;
+    if (h->cancel)
+        h->cancel(h);
+    if (h->ops_in_flight == 0)
+        h->destroy(h);
+}
+
+typedef struct free_op {
+    dlock__op op;
+    dlock__handle *target;
+} free_op;
+
+static void free_start(dlock__op *o) {
+    dlock__handle *h = ((free_op *)o)->target;
+    dlock__op_complete(o, DLOCK_OK); /* the caller goes on, or the op is freed */
+    handle_free_on_loop(h);
+}
+
+static void free_heap_op(dlock__op *o) { dlock__free(o); }
+
+void dlock__handle_free(dlock__handle *h) {
+    dlock_client *c = h->client;
+    if (dlock__on_loop_thread(c)) {
+        /* Through the submit queue all the same: async calls made just before are queued
+         * there and must start (and see the handle going) before it goes. */
+        free_op *op = dlock__malloc(sizeof(*op));
+        if (op) {
+            dlock__op_init(&op->op, c, free_start);
+            op->op.complete = free_heap_op;
+            op->target = h;
+            if (dlock__op_submit(&op->op) == DLOCK_OK)
+                return;
+            dlock__free(op);
+        }
+        handle_free_on_loop(h);
+        return;
+    }
+    free_op op;
+    dlock__op_init(&op.op, c, free_start);
+    op.target = h;
+    if (dlock__op_run(&op.op) != DLOCK_OK) {
+        /* The client is closing: its loop runs nothing more and its watchdog has
+         * forgotten every lease. Only the memory is left. */
+        h->destroy(h);
+    }
+}
+
+/* ---- script arguments ------------------------------------------------------------------- */
+
+void dlock__args_bin(dlock__args *a, const void *p, size_t len) {
+    if (a->n >= DLOCK__ARGS_MAX)
+        abort(); /* a primitive's fixed argument list outgrew DLOCK__ARGS_MAX */
+    a->v[a->n] = p;
+    a->len[a->n++] = len;
+}
+
+void dlock__args_str(dlock__args *a, const char *s) { dlock__args_bin(a, s, strlen(s)); }
+
+void dlock__args_int(dlock__args *a, long long value) {
+    if (a->nnumbers >= (int)(sizeof(a->numbers) / sizeof(a->numbers[0])))
+        abort();
+    char *buf = a->numbers[a->nnumbers++];
+    int n = snprintf(buf, sizeof(a->numbers[0]), "%lld", value);
+    dlock__args_bin(a, buf, (size_t)n);
 }

@@ -25,6 +25,7 @@
 typedef struct hold hold;
 
 struct dlock_lock {
+    dlock__handle handle; /* the client, the ops in flight, the free protocol */
     dlock_client *client;
     bool fenced;
     char *name;
@@ -33,8 +34,6 @@ struct dlock_lock {
     hold *holds;     /* one per owner that ever used this handle */
     dlock_lost_cb lost_cb;
     void *lost_arg;
-    int ops_in_flight;
-    bool freeing;
     struct lock_op *waiting; /* acquires in the waiting engine, canceled by dlock_lock_free */
 };
 
@@ -78,11 +77,12 @@ struct lock_op {
 
 /* ---- handles and owners ----------------------------------------------------------------- */
 
+/* Frees the memory; the watchdog leases were dropped by lock_cancel (or forgotten by a
+ * closing client). */
 static void lock_destroy(dlock_lock *l) {
     hold *h = l->holds;
     while (h) {
         hold *next = h->next;
-        dlock__lease_drop(h->watchdog);
         dlock__free(h);
         h = next;
     }
@@ -149,34 +149,18 @@ static int64_t lease_value(const dlock_lock *l, int64_t lease_ms) {
 
 /* ---- ops -------------------------------------------------------------------------------- */
 
-/* Every op of this file ends here: the caller learns the status, then the handle may go if
- * dlock_lock_free asked for it while the op was in flight. */
-static void op_finish(lock_op *op, int status) {
-    dlock_lock *l = op->lock;
-    dlock__op_complete(&op->op, status); /* the async face may free op */
-    if (--l->ops_in_flight == 0 && l->freeing)
-        lock_destroy(l);
-}
+static void op_finish(lock_op *op, int status) { dlock__op_end(&op->op, status); }
 
 static void op_fail(lock_op *op, int status, const dlock__reply *reply) {
-    dlock__op_fail_reply(&op->op, status, reply);
-    op_finish(op, status);
+    dlock__op_end_reply(&op->op, status, reply);
 }
 
-/* Every op starts here; false if the handle is going away. */
-static bool op_begin(lock_op *op) {
-    op->lock->ops_in_flight++;
-    if (op->lock->freeing) {
-        dlock__op_fail(&op->op, DLOCK_ECANCELED, "the lock handle is being freed");
-        op_finish(op, DLOCK_ECANCELED);
-        return false;
-    }
-    return true;
-}
+static bool op_begin(lock_op *op) { return dlock__op_begin(&op->op); }
 
 static void op_init(lock_op *op, dlock_lock *l, dlock__op_fn start, uint64_t owner) {
     memset(op, 0, sizeof(*op));
     dlock__op_init(&op->op, l->client, start);
+    op->op.handle = &l->handle;
     op->lock = l;
     op->owner = owner;
 }
@@ -191,38 +175,18 @@ static void async_complete(dlock__op *o) {
 
 static void on_acquire_reply(dlock_client *c, int status, const dlock__reply *reply, void *arg);
 
-/* Script arguments, built up key by key then arg by arg. */
-typedef struct script_args {
-    const char *v[8];
-    size_t len[8];
-    int n;
-    char numbers[3][24];
-    int nnumbers;
-} script_args;
-
-static void arg_str(script_args *a, const char *s) {
-    a->v[a->n] = s;
-    a->len[a->n++] = strlen(s);
-}
-
-static void arg_int(script_args *a, long long value) {
-    char *buf = a->numbers[a->nnumbers++];
-    a->v[a->n] = buf;
-    a->len[a->n++] = (size_t)snprintf(buf, sizeof(a->numbers[0]), "%lld", value);
-}
-
 static void acquire_attempt(dlock__waiter *w) {
     lock_op *op = DLOCK__CONTAINER_OF(w, lock_op, waiter);
     dlock_lock *l = op->lock;
     hold *h = op->hold;
-    script_args a = {0};
-    arg_str(&a, l->name);
+    dlock__args a = {0};
+    dlock__args_str(&a, l->name);
     if (l->fenced)
-        arg_str(&a, l->token_key);
+        dlock__args_str(&a, l->token_key);
     int nkeys = a.n;
-    arg_int(&a, lease_value(l, op->lease_ms));
-    arg_str(&a, h->field);
-    arg_int(&a, h->count);
+    dlock__args_int(&a, lease_value(l, op->lease_ms));
+    dlock__args_str(&a, h->field);
+    dlock__args_int(&a, h->count);
     op->believed = h->count;
     op->sent_ms = dlock__now_ms();
     int rc = dlock__script(l->client, DLOCK__SCRIPT_LOCK_ACQUIRE, DLOCK__CMD_RETRY_SAFE,
@@ -384,12 +348,12 @@ static void release_start(dlock__op *o) {
         dlock__lease_drop(h->watchdog);
         h->watchdog = NULL;
     }
-    script_args a = {0};
-    arg_str(&a, l->name);
-    arg_str(&a, l->channel);
-    arg_int(&a, lease_value(l, h->count > 0 ? h->lease_ms : DLOCK_WATCHDOG));
-    arg_str(&a, h->field);
-    arg_int(&a, h->count);
+    dlock__args a = {0};
+    dlock__args_str(&a, l->name);
+    dlock__args_str(&a, l->channel);
+    dlock__args_int(&a, lease_value(l, h->count > 0 ? h->lease_ms : DLOCK_WATCHDOG));
+    dlock__args_str(&a, h->field);
+    dlock__args_int(&a, h->count);
     int rc = dlock__script(l->client, DLOCK__SCRIPT_LOCK_RELEASE, DLOCK__CMD_RETRY_SAFE,
                            on_release_reply, op, 2, a.n, a.v, a.len);
     if (rc != DLOCK_OK)
@@ -414,9 +378,9 @@ static void force_start(dlock__op *o) {
     if (!op_begin(op))
         return;
     dlock_lock *l = op->lock;
-    script_args a = {0};
-    arg_str(&a, l->name);
-    arg_str(&a, l->channel);
+    dlock__args a = {0};
+    dlock__args_str(&a, l->name);
+    dlock__args_str(&a, l->channel);
     int rc = dlock__script(l->client, DLOCK__SCRIPT_LOCK_FORCE_RELEASE, DLOCK__CMD_RETRY_SAFE,
                            on_force_reply, op, 2, a.n, a.v, a.len);
     if (rc != DLOCK_OK)
@@ -449,24 +413,24 @@ static void query_start(dlock__op *o) {
     dlock_lock *l = q->base.lock;
     char field[DLOCK__OWNER_FIELD_MAX];
     dlock__owner_field(l->client, q->base.owner, field);
-    script_args a = {0};
+    dlock__args a = {0};
     switch (q->what) {
     case Q_IS_LOCKED:
-        arg_str(&a, "EXISTS");
+        dlock__args_str(&a, "EXISTS");
         break;
     case Q_IS_HELD:
-        arg_str(&a, "HEXISTS");
+        dlock__args_str(&a, "HEXISTS");
         break;
     case Q_HOLD_COUNT:
-        arg_str(&a, "HGET");
+        dlock__args_str(&a, "HGET");
         break;
     case Q_TTL:
-        arg_str(&a, "PTTL");
+        dlock__args_str(&a, "PTTL");
         break;
     }
-    arg_str(&a, l->name);
+    dlock__args_str(&a, l->name);
     if (q->what == Q_IS_HELD || q->what == Q_HOLD_COUNT)
-        arg_str(&a, field);
+        dlock__args_str(&a, field);
     int rc = dlock__command(l->client, DLOCK__CMD_RETRY_SAFE, on_query_reply, q, a.n, a.v,
                             a.len);
     if (rc != DLOCK_OK)
@@ -514,6 +478,26 @@ static int check_lease(int64_t lease_ms) {
     return DLOCK_OK;
 }
 
+/* Loop thread, when the handle is freed: cancel the waiting acquires, stop renewing. */
+static void lock_cancel(dlock__handle *handle) {
+    dlock_lock *l = DLOCK__CONTAINER_OF(handle, dlock_lock, handle);
+    for (lock_op *op = l->waiting; op; op = op->next_waiting)
+        dlock__wait_cancel(&op->waiter);
+    for (hold *h = l->holds; h; h = h->next) {
+        dlock__lease_drop(h->watchdog);
+        h->watchdog = NULL;
+    }
+}
+
+static void lock_handle_destroy(dlock__handle *handle) {
+    lock_destroy(DLOCK__CONTAINER_OF(handle, dlock_lock, handle));
+}
+
+void dlock_lock_free(dlock_lock *l) {
+    if (l)
+        dlock__handle_free(&l->handle);
+}
+
 static int lock_create(dlock_client *c, const char *name, bool fenced, dlock_lock **out) {
     if (!c)
         return dlock__fail(DLOCK_EINVAL, "client is NULL");
@@ -525,6 +509,7 @@ static int lock_create(dlock_client *c, const char *name, bool fenced, dlock_loc
     dlock_lock *l = dlock__calloc(1, sizeof(*l));
     if (!l)
         return dlock__fail(DLOCK_ENOMEM, "out of memory");
+    dlock__handle_init(&l->handle, c, lock_cancel, lock_handle_destroy);
     l->client = c;
     l->fenced = fenced;
     l->name = dlock__strdup(name);
@@ -547,55 +532,6 @@ int dlock_fencedlock_new(dlock_client *c, const char *name, dlock_lock **out) {
 }
 
 const char *dlock_lock_name(const dlock_lock *l) { return l ? l->name : NULL; }
-
-/* Loop thread: cancel the waiting acquires, stop renewing, free once nothing is in flight. */
-static void free_on_loop(dlock_lock *l) {
-    l->freeing = true;
-    for (lock_op *op = l->waiting; op; op = op->next_waiting)
-        dlock__wait_cancel(&op->waiter);
-    for (hold *h = l->holds; h; h = h->next) {
-        dlock__lease_drop(h->watchdog);
-        h->watchdog = NULL;
-    }
-    if (l->ops_in_flight == 0)
-        lock_destroy(l);
-}
-
-static void free_start(dlock__op *o) {
-    dlock_lock *l = ((lock_op *)o)->lock;
-    dlock__op_complete(o, DLOCK_OK); /* the caller goes on (or the op is freed) */
-    free_on_loop(l);
-}
-
-static void free_op(dlock__op *o) { dlock__free(o); }
-
-void dlock_lock_free(dlock_lock *l) {
-    if (!l)
-        return;
-    if (dlock__on_loop_thread(l->client)) {
-        /* Through the submit queue all the same: async calls made just before are still
-         * queued there and must start (and see the handle going) before it goes. */
-        lock_op *op = dlock__malloc(sizeof(*op));
-        if (op) {
-            op_init(op, l, free_start, 0);
-            op->op.complete = free_op;
-            if (dlock__op_submit(&op->op) == DLOCK_OK)
-                return;
-            dlock__free(op);
-        }
-        free_on_loop(l);
-        return;
-    }
-    lock_op op;
-    op_init(&op, l, free_start, 0);
-    if (dlock__op_run(&op.op) != DLOCK_OK) {
-        /* the client is closing: nothing runs on its loop any more, and its watchdog
-         * has already forgotten every lease */
-        for (hold *h = l->holds; h; h = h->next)
-            h->watchdog = NULL;
-        lock_destroy(l);
-    }
-}
 
 static int run_blocking(lock_op *op) { return dlock__op_run(&op->op); }
 
