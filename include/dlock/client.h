@@ -62,7 +62,10 @@ DLOCK_EXTERN int dlock_client_free(dlock_client *c);
 DLOCK_EXTERN const char *dlock_client_id(const dlock_client *c);
 
 /* The owner id the blocking face uses for the calling thread: unique per thread for the
- * life of the process (ids are never reused), never 0. Safe from any thread. */
+ * life of the process (ids are never reused), never 0, and always at least
+ * DLOCK_THREAD_OWNER_BASE, so async owner ids below it never collide with a thread.
+ * Safe from any thread. */
+#define DLOCK_THREAD_OWNER_BASE (UINT64_C(1) << 62)
 DLOCK_EXTERN uint64_t dlock_thread_owner(void);
 
 /* One round trip (PING) on the command connection. Blocking; any thread but the loop

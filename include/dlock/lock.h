@@ -89,6 +89,10 @@ DLOCK_EXTERN int dlock_lock_ttl(dlock_lock *l, int64_t *out_ms);
  * another lock kind, DLOCK_ENOTOWNER if the thread never acquired it. No I/O. */
 DLOCK_EXTERN int dlock_lock_token(dlock_lock *l, uint64_t *out);
 
+/* The same for an explicit owner (the async face's owners). It never blocks on the loop
+ * thread, so it may be called there, e.g. from the acquire callback. */
+DLOCK_EXTERN int dlock_lock_token_of(dlock_lock *l, uint64_t owner, uint64_t *out);
+
 /* Called once per lost lease, on the loop thread, with the owner whose holds were lost
  * and the reason: DLOCK_ELOST (renewal found the lock gone or taken), DLOCK_ECONN (no
  * renewal could be confirmed before the lease ran out). It must not make blocking calls.

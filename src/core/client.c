@@ -10,6 +10,8 @@
  * calls, commands (which settles attempts of waiters and renewals), waiters, leases,
  * subscriptions, timers. */
 #include <signal.h>
+#include <stdalign.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,7 +157,63 @@ static int start_io_thread(dlock_client *c) {
     return rc;
 }
 
+/* ---- shared state ----------------------------------------------------------------------- */
+
+typedef struct shared_header {
+    int refs;
+    void (*destroy)(void *state);
+    char *key;
+    _Alignas(max_align_t) unsigned char state[];
+} shared_header;
+
+static shared_header *header_of(void *state) {
+    return DLOCK__CONTAINER_OF(state, shared_header, state);
+}
+
+void *dlock__shared_get(dlock_client *c, const char *key, size_t size, void (*destroy)(void *)) {
+    shared_header *h = dlock__map_get(&c->shared, key);
+    if (h) {
+        h->refs++;
+        return h->state;
+    }
+    h = dlock__calloc(1, sizeof(*h) + size);
+    if (!h || !(h->key = dlock__strdup(key)) || dlock__map_put(&c->shared, key, h) != 0) {
+        if (h)
+            dlock__free(h->key);
+        dlock__free(h);
+        return NULL;
+    }
+    h->refs = 1;
+    h->destroy = destroy;
+    return h->state;
+}
+
+static void shared_destroy(shared_header *h) {
+    if (h->destroy)
+        h->destroy(h->state);
+    dlock__free(h->key);
+    dlock__free(h);
+}
+
+void dlock__shared_put(dlock_client *c, void *state) {
+    shared_header *h = header_of(state);
+    if (--h->refs > 0)
+        return;
+    dlock__map_remove(&c->shared, h->key);
+    shared_destroy(h);
+}
+
+static void destroy_leftover(const char *key, void *value, void *arg) {
+    (void)key;
+    (void)arg;
+    shared_destroy(value); /* a handle the application never freed */
+}
+
+bool dlock__client_closing(const dlock_client *c) { return atomic_load(&c->closing); }
+
 static void client_destroy(dlock_client *c) {
+    dlock__map_each(&c->shared, destroy_leftover, NULL);
+    dlock__map_free(&c->shared);
     if (c->own_loop && c->loop)
         ev_loop_destroy(c->loop);
     dlock__endpoint_free(&c->endpoint);
@@ -178,6 +236,7 @@ static int client_create(const dlock_options *o, struct ev_loop *loop, dlock_cli
     }
     c->opts = opts;
     c->endpoint = ep;
+    dlock__map_init(&c->shared);
     pthread_mutex_init(&c->ready_mu, NULL);
     pthread_cond_init(&c->ready_cond, NULL);
     c->ready_status = 1;

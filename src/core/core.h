@@ -193,6 +193,7 @@ struct dlock_client {
     dlock__waits waits;
     dlock__renew renew;
     char (*script_sha)[41]; /* DLOCK__SCRIPT_COUNT entries; "" until loaded */
+    dlock__map shared;      /* object key -> state shared by its handles */
 
     /* dlock_client_new waits here for the first connection's outcome */
     pthread_mutex_t ready_mu;

@@ -61,6 +61,19 @@ int64_t dlock__client_watchdog_ms(const dlock_client *c);
 int64_t dlock__client_fair_wait_ms(const dlock_client *c);
 void dlock__log(dlock_client *c, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* True once dlock_client_free() has begun: the loop runs nothing more, and the watchdog
+ * has forgotten every lease. A handle destroyed then touches nothing of the client. */
+bool dlock__client_closing(const dlock_client *c);
+
+/* ---- state shared by every handle of one object (client.c) ----------------------------- */
+
+/* Two handles for the same object on one client must agree on what each owner holds, so
+ * a primitive keeps that in state shared by name: the first handle to ask creates it
+ * (size bytes, zeroed), the last to put it back destroys it (destroy, then the memory).
+ * Loop thread only. NULL on ENOMEM. */
+void *dlock__shared_get(dlock_client *c, const char *key, size_t size, void (*destroy)(void *));
+void dlock__shared_put(dlock_client *c, void *state);
+
 /* ---- owners (owner.c) ------------------------------------------------------------------ */
 
 /* "<client-id>:<owner>", the owner field of REDIS_LAYOUT.md. buf must hold
@@ -147,6 +160,7 @@ struct dlock__handle {
     dlock_client *client;
     int ops_in_flight;
     bool freeing;
+    struct dlock__waiter *waiters; /* waits on this handle, canceled when it is freed */
     void (*cancel)(dlock__handle *h);  /* loop thread: cancel waits, drop leases (may be NULL) */
     void (*destroy)(dlock__handle *h); /* free the memory; no I/O */
 };
@@ -263,6 +277,12 @@ typedef struct dlock__wait_ops {
     /* The wait is over: DLOCK_OK (obtained), DLOCK_ETIMEDOUT, DLOCK_ECANCELED or the error
      * of an attempt. The waiter is out of the engine; the primitive owns it again. */
     void (*done)(dlock__waiter *w, int status);
+    /* Optional, for objects that hand out amounts (permits): how much a message says is
+     * available, and how much a waiter needs. With both, a message wakes the oldest
+     * waiters whose needs fit in the supply, and stops at the first that does not fit: a
+     * later, smaller request never overtakes an earlier, larger one of this client. */
+    bool (*supply)(const char *msg, size_t len, int64_t *available);
+    int64_t (*need)(const dlock__waiter *w);
 } dlock__wait_ops;
 
 struct dlock__waiter {
@@ -277,6 +297,8 @@ struct dlock__waiter {
     uint64_t seen_seq; /* the queue's event count when the attempt went out, +1; 0: unknown */
     void *queue;
     dlock__waiter *prev, *next;
+    dlock__handle *handle;
+    dlock__waiter *handle_prev, *handle_next;
     dlock__timer timer;
 };
 
@@ -285,6 +307,14 @@ struct dlock__waiter {
  * DLOCK_FOREVER (-1) = no deadline. */
 void dlock__wait_start(dlock__waiter *w, dlock_client *c, const dlock__wait_ops *ops,
                        const char *channel, int64_t wait_ms);
+
+/* As dlock__wait_start, for a wait on behalf of an op on handle h: freeing h cancels it. */
+void dlock__wait_start_on(dlock__waiter *w, dlock__handle *h, const dlock__wait_ops *ops,
+                          const char *channel, int64_t wait_ms);
+
+/* A safety net for objects without a TTL to hint with (semaphores, latches): a waiter
+ * looks again this often even when no message comes, in case one was lost. */
+#define DLOCK__RECHECK_MS 5000
 
 /* From the attempt's reply handler: DLOCK_OK (obtained; the wait ends), DLOCK__BUSY with a
  * hint (ms until the object may free itself, e.g. the holder's TTL; -1 none), or an error

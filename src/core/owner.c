@@ -2,7 +2,9 @@
  * blocking face, and the Redisson key names built from an object name.
  *
  * Thread owner ids come from one process-wide counter, so an id is never reused even when
- * threads come and go: a new thread can never inherit a dead thread's holds. */
+ * threads come and go: a new thread can never inherit a dead thread's holds. They carry
+ * DLOCK_THREAD_OWNER_BASE, so they never meet the small ids an application gives its
+ * async owners. */
 #include <inttypes.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -19,7 +21,7 @@ static _Thread_local uint64_t thread_owner;
 
 uint64_t dlock_thread_owner(void) {
     if (thread_owner == 0)
-        thread_owner = atomic_fetch_add(&next_owner, 1);
+        thread_owner = DLOCK_THREAD_OWNER_BASE | atomic_fetch_add(&next_owner, 1);
     return thread_owner;
 }
 

@@ -168,6 +168,8 @@ void dlock__op_end_reply(dlock__op *op, int status, const dlock__reply *reply) {
 /* Loop thread: cancel what waits on h; it goes when its last op ends. */
 static void handle_free_on_loop(dlock__handle *h) {
     h->freeing = true;
+    for (dlock__waiter *w = h->waiters; w; w = w->handle_next)
+        dlock__wait_cancel(w);
     if (h->cancel)
         h->cancel(h);
     if (h->ops_in_flight == 0)

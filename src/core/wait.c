@@ -96,13 +96,40 @@ static void on_queue_ready(dlock__listener *l) {
     queue_refresh(DLOCK__CONTAINER_OF(l, wait_queue, listener));
 }
 
+/* Wakes the oldest sleepers whose needs fit in available, stopping at the first that does
+ * not fit; waiters with an attempt in flight count against the supply too. */
+static void queue_wake_supply(wait_queue *q, int64_t available) {
+    q->events++;
+    q->dispatching++;
+    dlock__waiter *w = q->head;
+    while (w) {
+        dlock__waiter *next = w->next;
+        int64_t need = w->ops->need(w);
+        if (w->state == W_SLEEPING || w->state == W_TRYING) {
+            if (need > available)
+                break;
+            available -= need;
+            if (w->state == W_SLEEPING) {
+                w->woken = true;
+                attempt(w);
+            }
+        }
+        w = next;
+    }
+    q->dispatching--;
+    queue_release_if_empty(q);
+}
+
 static void on_queue_message(dlock__listener *l, const char *msg, size_t len) {
     wait_queue *q = DLOCK__CONTAINER_OF(l, wait_queue, listener);
     /* Every waiter of a queue belongs to the same kind of object: ask the first. */
-    int n = -1;
-    if (q->head && q->head->ops->wake_count)
-        n = q->head->ops->wake_count(msg, len);
-    queue_wake(q, n);
+    const dlock__wait_ops *ops = q->head ? q->head->ops : NULL;
+    int64_t available;
+    if (ops && ops->supply && ops->need && ops->supply(msg, len, &available)) {
+        queue_wake_supply(q, available);
+        return;
+    }
+    queue_wake(q, ops && ops->wake_count ? ops->wake_count(msg, len) : -1);
 }
 
 static int join(dlock__waiter *w) {
@@ -201,8 +228,23 @@ static void attempt(dlock__waiter *w) {
     w->ops->attempt(w);
 }
 
+static void handle_unlink(dlock__waiter *w) {
+    dlock__handle *h = w->handle;
+    if (!h)
+        return;
+    if (w->handle_prev)
+        w->handle_prev->handle_next = w->handle_next;
+    else
+        h->waiters = w->handle_next;
+    if (w->handle_next)
+        w->handle_next->handle_prev = w->handle_prev;
+    w->handle_prev = w->handle_next = NULL;
+    w->handle = NULL;
+}
+
 static void finish(dlock__waiter *w, int status) {
     dlock__timer_stop(&w->client->sched, &w->timer);
+    handle_unlink(w);
     if (status == DLOCK_OK)
         w->woken = false; /* the wake was used */
     leave(w);
@@ -215,6 +257,22 @@ void dlock__wait_start(dlock__waiter *w, dlock_client *c, const dlock__wait_ops 
     memset(w, 0, sizeof(*w));
     w->ops = ops;
     w->client = c;
+    w->channel = channel;
+    w->deadline_ms = wait_ms < 0 ? INT64_MAX : dlock__now_ms() + wait_ms;
+    dlock__timer_init(&w->timer, on_timer, w);
+    attempt(w);
+}
+
+void dlock__wait_start_on(dlock__waiter *w, dlock__handle *h, const dlock__wait_ops *ops,
+                          const char *channel, int64_t wait_ms) {
+    memset(w, 0, sizeof(*w));
+    w->handle = h;
+    w->handle_next = h->waiters;
+    if (h->waiters)
+        h->waiters->handle_prev = w;
+    h->waiters = w;
+    w->ops = ops;
+    w->client = h->client;
     w->channel = channel;
     w->deadline_ms = wait_ms < 0 ? INT64_MAX : dlock__now_ms() + wait_ms;
     dlock__timer_init(&w->timer, on_timer, w);

@@ -23,6 +23,7 @@
 #include "dlock_int.h"
 
 typedef struct hold hold;
+typedef struct lock_state lock_state;
 
 struct dlock_lock {
     dlock__handle handle; /* the client, the ops in flight, the free protocol */
@@ -30,17 +31,27 @@ struct dlock_lock {
     bool fenced;
     char *name;
     char *channel;
-    char *token_key; /* fenced only */
-    hold *holds;     /* one per owner that ever used this handle */
+    char *token_key;   /* fenced only */
+    lock_state *state; /* shared with the client's other handles of this name; set by the
+                          first op, on the loop thread */
+    dlock_lock *next_of_state;
     dlock_lost_cb lost_cb;
     void *lost_arg;
-    struct lock_op *waiting; /* acquires in the waiting engine, canceled by dlock_lock_free */
+};
+
+/* What the client knows of one lock name, whichever of its handles is used: the hold
+ * count of each owner must be one count, or two handles would each take the other's hold
+ * for their own resend. */
+struct lock_state {
+    dlock_client *client;
+    hold *holds;         /* one per owner that ever used the name */
+    dlock_lock *handles; /* whose lost callbacks to call */
 };
 
 /* What the client knows of one owner's holds on one lock. */
 struct hold {
     hold *next;
-    dlock_lock *lock;
+    lock_state *state;
     uint64_t owner;
     char field[DLOCK__OWNER_FIELD_MAX];
     int64_t count;          /* holds this owner has, as far as the client knows */
@@ -48,6 +59,7 @@ struct hold {
     int64_t lease_ms;       /* lease of the latest acquisition, DLOCK_WATCHDOG or ms */
     uint64_t token;         /* fenced: token of the latest acquisition */
     bool has_token;
+    bool release_unsure;    /* a release failed with DLOCK_ECONN: it may have been applied */
     dlock__lease *watchdog; /* registered while a watchdog hold is taken or held */
 };
 
@@ -62,8 +74,6 @@ struct lock_op {
     dlock__waiter waiter;
     int64_t sent_ms;
     int64_t believed;
-    bool registered_watchdog;
-    lock_op *prev_waiting, *next_waiting;
     /* results for the blocking face */
     bool out_bool;
     int64_t out_int;
@@ -75,16 +85,46 @@ struct lock_op {
     void *arg;
 };
 
-/* ---- handles and owners ----------------------------------------------------------------- */
+/* ---- state, handles and owners ---------------------------------------------------------- */
 
-/* Frees the memory; the watchdog leases were dropped by lock_cancel (or forgotten by a
- * closing client). */
-static void lock_destroy(dlock_lock *l) {
-    hold *h = l->holds;
+/* The last handle of the name is gone: stop renewing (the holds expire by their lease). */
+static void state_destroy(void *p) {
+    lock_state *st = p;
+    bool closing = dlock__client_closing(st->client); /* then the leases are gone already */
+    hold *h = st->holds;
     while (h) {
         hold *next = h->next;
+        if (!closing)
+            dlock__lease_drop(h->watchdog);
         dlock__free(h);
         h = next;
+    }
+}
+
+/* Loop thread: the handle's shared state, found or made on first use. */
+static lock_state *state_of(dlock_lock *l) {
+    if (l->state)
+        return l->state;
+    char *key = dlock__name_prefixed("lock", l->name);
+    lock_state *st = key ? dlock__shared_get(l->client, key, sizeof(*st), state_destroy) : NULL;
+    dlock__free(key);
+    if (!st)
+        return NULL;
+    st->client = l->client;
+    l->next_of_state = st->handles;
+    st->handles = l;
+    l->state = st;
+    return st;
+}
+
+static void lock_destroy(dlock_lock *l) {
+    lock_state *st = l->state;
+    if (st && !dlock__client_closing(l->client)) {
+        dlock_lock **link = &st->handles;
+        while (*link != l)
+            link = &(*link)->next_of_state;
+        *link = l->next_of_state;
+        dlock__shared_put(l->client, st);
     }
     dlock__free(l->name);
     dlock__free(l->channel);
@@ -92,44 +132,45 @@ static void lock_destroy(dlock_lock *l) {
     dlock__free(l);
 }
 
-static hold *hold_find(dlock_lock *l, uint64_t owner) {
-    for (hold *h = l->holds; h; h = h->next)
+static hold *hold_find(lock_state *st, uint64_t owner) {
+    for (hold *h = st->holds; h; h = h->next)
         if (h->owner == owner)
             return h;
     return NULL;
 }
 
-static hold *hold_get(dlock_lock *l, uint64_t owner) {
-    hold *h = hold_find(l, owner);
+static hold *hold_get(lock_state *st, uint64_t owner) {
+    hold *h = hold_find(st, owner);
     if (h)
         return h;
     h = dlock__calloc(1, sizeof(*h));
     if (!h)
         return NULL;
-    h->lock = l;
+    h->state = st;
     h->owner = owner;
-    dlock__owner_field(l->client, owner, h->field);
-    h->next = l->holds;
-    l->holds = h;
+    dlock__owner_field(st->client, owner, h->field);
+    h->next = st->holds;
+    st->holds = h;
     return h;
 }
 
-/* The owner's holds are gone from Redis: count them as lost and tell the application. */
+/* The owner's holds are gone from Redis: count them as lost and tell the application,
+ * through every handle of the name that asked to be told. */
 static void holds_lost(hold *h, int reason) {
     if (h->count <= 0)
         return;
-    dlock_lock *l = h->lock;
+    lock_state *st = h->state;
     h->lost += h->count;
     h->count = 0;
     if (h->watchdog) {
         dlock__lease_drop(h->watchdog);
         h->watchdog = NULL;
     }
-    if (l->lost_cb) {
-        dlock__user_callback_enter(l->client);
-        l->lost_cb(l, h->owner, reason, l->lost_arg);
-        dlock__user_callback_leave(l->client);
-    }
+    dlock__user_callback_enter(st->client);
+    for (dlock_lock *l = st->handles; l; l = l->next_of_state)
+        if (l->lost_cb)
+            l->lost_cb(l, h->owner, reason, l->lost_arg);
+    dlock__user_callback_leave(st->client);
 }
 
 static void on_lease_lost(dlock__lease *lease, void *owner_ctx) {
@@ -155,7 +196,16 @@ static void op_fail(lock_op *op, int status, const dlock__reply *reply) {
     dlock__op_end_reply(&op->op, status, reply);
 }
 
-static bool op_begin(lock_op *op) { return dlock__op_begin(&op->op); }
+/* Every op starts here: counted on its handle, with the handle's shared state at hand. */
+static bool op_begin(lock_op *op) {
+    if (!dlock__op_begin(&op->op))
+        return false;
+    if (!state_of(op->lock)) {
+        op_fail(op, DLOCK_ENOMEM, NULL);
+        return false;
+    }
+    return true;
+}
 
 static void op_init(lock_op *op, dlock_lock *l, dlock__op_fn start, uint64_t owner) {
     memset(op, 0, sizeof(*op));
@@ -230,21 +280,9 @@ static void on_acquire_reply(dlock_client *c, int status, const dlock__reply *re
     dlock__wait_result(&op->waiter, DLOCK_OK, -1);
 }
 
-static void unlink_waiting(lock_op *op) {
-    dlock_lock *l = op->lock;
-    if (op->prev_waiting)
-        op->prev_waiting->next_waiting = op->next_waiting;
-    else if (l->waiting == op)
-        l->waiting = op->next_waiting;
-    if (op->next_waiting)
-        op->next_waiting->prev_waiting = op->prev_waiting;
-    op->prev_waiting = op->next_waiting = NULL;
-}
-
 static void acquire_done(dlock__waiter *w, int status) {
     lock_op *op = DLOCK__CONTAINER_OF(w, lock_op, waiter);
     hold *h = op->hold;
-    unlink_waiting(op);
     if (status != DLOCK_OK && h->count == 0 && h->watchdog) {
         /* nothing held: nothing to renew */
         dlock__lease_drop(h->watchdog);
@@ -273,7 +311,7 @@ static void acquire_start(dlock__op *o) {
     if (!op_begin(op))
         return;
     dlock_lock *l = op->lock;
-    hold *h = hold_get(l, op->owner);
+    hold *h = hold_get(l->state, op->owner);
     if (!h) {
         op_fail(op, DLOCK_ENOMEM, NULL);
         return;
@@ -287,11 +325,7 @@ static void acquire_start(dlock__op *o) {
             return;
         }
     }
-    op->next_waiting = l->waiting;
-    if (l->waiting)
-        l->waiting->prev_waiting = op;
-    l->waiting = op;
-    dlock__wait_start(&op->waiter, l->client, &lock_wait_ops, l->channel, op->wait_ms);
+    dlock__wait_start_on(&op->waiter, &l->handle, &lock_wait_ops, l->channel, op->wait_ms);
 }
 
 /* ---- release ---------------------------------------------------------------------------- */
@@ -300,9 +334,13 @@ static void on_release_reply(dlock_client *c, int status, const dlock__reply *re
     lock_op *op = arg;
     hold *h = op->hold;
     if (status != DLOCK_OK) {
+        /* DLOCK_ECONN: it may or may not have been applied; a repeat will tell */
+        h->release_unsure = status == DLOCK_ECONN;
         op_fail(op, status, reply);
         return;
     }
+    bool unsure = h->release_unsure;
+    h->release_unsure = false;
     int64_t left = dlock__reply_int(reply);
     if (left >= 0) {
         h->count = left;
@@ -313,8 +351,9 @@ static void on_release_reply(dlock_client *c, int status, const dlock__reply *re
         dlock__op_fail(&op->op, DLOCK_ENOTOWNER, "lock %s is not held by this owner",
                        op->lock->name);
         op_finish(op, DLOCK_ENOTOWNER);
-    } else if (op->believed == 1 && dlock__reply_sends(c) > 1) {
-        h->count = 0; /* an earlier send of this release freed it; its reply was lost */
+    } else if (op->believed == 1 && (dlock__reply_sends(c) > 1 || unsure)) {
+        /* an earlier send of this release (or the failed call before it) freed it */
+        h->count = 0;
         op_finish(op, DLOCK_OK);
     } else {
         /* the holds vanished (expired, force-released) before the watchdog noticed */
@@ -330,7 +369,7 @@ static void release_start(dlock__op *o) {
     if (!op_begin(op))
         return;
     dlock_lock *l = op->lock;
-    hold *h = hold_get(l, op->owner);
+    hold *h = hold_get(l->state, op->owner);
     if (!h) {
         op_fail(op, DLOCK_ENOMEM, NULL);
         return;
@@ -381,8 +420,9 @@ static void force_start(dlock__op *o) {
     dlock__args a = {0};
     dlock__args_str(&a, l->name);
     dlock__args_str(&a, l->channel);
-    int rc = dlock__script(l->client, DLOCK__SCRIPT_LOCK_FORCE_RELEASE, DLOCK__CMD_RETRY_SAFE,
-                           on_force_reply, op, 2, a.n, a.v, a.len);
+    /* not resent after a lost reply: a second delete could hit a lock taken meanwhile */
+    int rc = dlock__script(l->client, DLOCK__SCRIPT_LOCK_FORCE_RELEASE, 0, on_force_reply, op,
+                           2, a.n, a.v, a.len);
     if (rc != DLOCK_OK)
         op_fail(op, rc, NULL);
 }
@@ -441,7 +481,7 @@ static void token_start(dlock__op *o) {
     lock_op *op = (lock_op *)o;
     if (!op_begin(op))
         return;
-    hold *h = hold_find(op->lock, op->owner);
+    hold *h = hold_find(op->lock->state, op->owner);
     if (!h || !h->has_token) {
         dlock__op_fail(o, DLOCK_ENOTOWNER, "this owner never acquired lock %s", op->lock->name);
         op_finish(op, DLOCK_ENOTOWNER);
@@ -478,17 +518,6 @@ static int check_lease(int64_t lease_ms) {
     return DLOCK_OK;
 }
 
-/* Loop thread, when the handle is freed: cancel the waiting acquires, stop renewing. */
-static void lock_cancel(dlock__handle *handle) {
-    dlock_lock *l = DLOCK__CONTAINER_OF(handle, dlock_lock, handle);
-    for (lock_op *op = l->waiting; op; op = op->next_waiting)
-        dlock__wait_cancel(&op->waiter);
-    for (hold *h = l->holds; h; h = h->next) {
-        dlock__lease_drop(h->watchdog);
-        h->watchdog = NULL;
-    }
-}
-
 static void lock_handle_destroy(dlock__handle *handle) {
     lock_destroy(DLOCK__CONTAINER_OF(handle, dlock_lock, handle));
 }
@@ -509,7 +538,7 @@ static int lock_create(dlock_client *c, const char *name, bool fenced, dlock_loc
     dlock_lock *l = dlock__calloc(1, sizeof(*l));
     if (!l)
         return dlock__fail(DLOCK_ENOMEM, "out of memory");
-    dlock__handle_init(&l->handle, c, lock_cancel, lock_handle_destroy);
+    dlock__handle_init(&l->handle, c, NULL, lock_handle_destroy);
     l->client = c;
     l->fenced = fenced;
     l->name = dlock__strdup(name);
@@ -619,7 +648,7 @@ int dlock_lock_ttl(dlock_lock *l, int64_t *out_ms) {
     return rc;
 }
 
-int dlock_lock_token(dlock_lock *l, uint64_t *out) {
+int dlock_lock_token_of(dlock_lock *l, uint64_t owner, uint64_t *out) {
     int rc = check_lock(l);
     if (rc)
         return rc;
@@ -628,11 +657,23 @@ int dlock_lock_token(dlock_lock *l, uint64_t *out) {
     if (!l->fenced)
         return dlock__fail(DLOCK_EINVAL, "lock %s is not a fenced lock", l->name);
     lock_op op;
-    op_init(&op, l, token_start, dlock_thread_owner());
+    op_init(&op, l, token_start, owner);
+    if (dlock__on_loop_thread(l->client)) {
+        /* the holds are loop-thread state: read them here, without the queue */
+        hold *h = l->state ? hold_find(l->state, owner) : NULL;
+        if (!h || !h->has_token)
+            return dlock__fail(DLOCK_ENOTOWNER, "this owner never acquired lock %s", l->name);
+        *out = h->token;
+        return DLOCK_OK;
+    }
     rc = run_blocking(&op);
     if (rc == DLOCK_OK)
         *out = op.out_token;
     return rc;
+}
+
+int dlock_lock_token(dlock_lock *l, uint64_t *out) {
+    return dlock_lock_token_of(l, dlock_thread_owner(), out);
 }
 
 int dlock_lock_on_lost(dlock_lock *l, dlock_lost_cb cb, void *arg) {

@@ -8,6 +8,9 @@
 -- Reply    -1 the owner holds nothing; otherwise the holds left (0: the lock was deleted
 --          and "0" published, Redisson's unlock message)
 --
+-- Holds beyond what the client believes are orphans of acquires it reported failed: they
+-- are dropped, so the owner's last release frees the lock.
+--
 -- Applied once even when sent twice: if the owner has one hold fewer than the client
 -- believes, this is a resend of a release whose reply was lost; it changes nothing. (The
 -- resend of a last release finds nothing: the client tells that case apart by knowing it
@@ -20,8 +23,14 @@ local believed = tonumber(ARGV[3])
 if believed > 0 and holds == believed - 1 then
     return holds
 end
-holds = redis.call('hincrby', KEYS[1], ARGV[2], -1)
+if believed > 0 and holds > believed then
+    -- holds the client never learned of: acquires whose reply was lost and that the
+    -- caller was told failed. They go with this release instead of outliving it.
+    holds = believed
+end
+holds = holds - 1
 if holds > 0 then
+    redis.call('hset', KEYS[1], ARGV[2], holds)
     redis.call('pexpire', KEYS[1], ARGV[1])
     return holds
 end

@@ -1,0 +1,134 @@
+/* dlock/semaphore.h — counting semaphores: the semaphore (Redisson RSemaphore) and the
+ * permit-expirable semaphore (RPermitExpirableSemaphore).
+ *
+ * A semaphore is a count of available permits in Redis, shared by every client that uses
+ * its name. Permits have no owner: any thread or process may release them (as in Java).
+ * A waiting acquire is woken by the release that makes enough permits available; waiters
+ * of one client are served in arrival order, and a later request for fewer permits never
+ * overtakes an earlier request for more.
+ *
+ * The permit-expirable semaphore gives each acquired permit an id and an optional lease:
+ * a permit whose holder died comes back to the pool when its lease ends (measured with
+ * the Redis server's clock, never a client's).
+ *
+ * Every call returns DLOCK_OK or a negative DLOCK_E*, with the detail in
+ * dlock_last_error(). Bad arguments (NULL, empty name, negative counts, malformed ids)
+ * are DLOCK_EINVAL before any I/O; a key of another type is DLOCK_EREDIS (WRONGTYPE).
+ * Blocking calls are safe from any thread but the client's loop thread (DLOCK_EDEADLK).
+ *
+ * A note on faults: acquire and release of the plain semaphore change a bare count, so
+ * when the connection drops after the command was sent the library cannot know whether it
+ * ran; it does not send it again and returns DLOCK_ECONN (the permits may or may not
+ * have moved). The permit-expirable semaphore has no such gap: its ids make every call
+ * safe to repeat, and it is the one to use when a lost permit must come back. */
+#ifndef DLOCK_SEMAPHORE_H
+#define DLOCK_SEMAPHORE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dlock/client.h"
+#include "dlock/export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- RSemaphore ------------------------------------------------------------------------ */
+
+typedef struct dlock_semaphore dlock_semaphore;
+
+/* A semaphore named name on client c. No I/O. DLOCK_EINVAL, DLOCK_ENOMEM. */
+DLOCK_EXTERN int dlock_semaphore_new(dlock_client *c, const char *name, dlock_semaphore **out);
+
+/* Frees the handle; no I/O. Waiting calls on it complete with DLOCK_ECANCELED. NULL ok. */
+DLOCK_EXTERN void dlock_semaphore_free(dlock_semaphore *s);
+
+/* Sets the number of permits if the semaphore does not exist yet (trySetPermits).
+ * *was_set (may be NULL) says whether it did. permits >= 0. */
+DLOCK_EXTERN int dlock_semaphore_try_set_permits(dlock_semaphore *s, int64_t permits,
+                                                 bool *was_set);
+
+/* Adds delta permits (negative takes them away; the count may go below zero). Creates
+ * the semaphore at 0 + delta if needed. Wakes waiters when permits become available. */
+DLOCK_EXTERN int dlock_semaphore_add_permits(dlock_semaphore *s, int64_t delta);
+
+/* Takes permits, waiting until that many are available. permits 0 succeeds at once. */
+DLOCK_EXTERN int dlock_semaphore_acquire(dlock_semaphore *s, int64_t permits);
+
+/* Like acquire, giving up with DLOCK_ETIMEDOUT after wait_ms (0 = one attempt,
+ * DLOCK_FOREVER = no limit, from dlock/lock.h: -1). */
+DLOCK_EXTERN int dlock_semaphore_try_acquire(dlock_semaphore *s, int64_t permits,
+                                             int64_t wait_ms);
+
+/* Gives permits back (anybody may) and wakes waiters. permits 0 does nothing. */
+DLOCK_EXTERN int dlock_semaphore_release(dlock_semaphore *s, int64_t permits);
+
+/* The number of available permits (0 if the semaphore does not exist; may be negative). */
+DLOCK_EXTERN int dlock_semaphore_available(dlock_semaphore *s, int64_t *out);
+
+/* Takes every available permit at once; *drained (may be NULL) says how many (0 if none
+ * or the count is negative, which is then left as it is). */
+DLOCK_EXTERN int dlock_semaphore_drain(dlock_semaphore *s, int64_t *drained);
+
+/* Async twins: cb runs exactly once on the loop thread, never inside the call, unless the
+ * call returns an error. */
+typedef void (*dlock_semaphore_cb)(dlock_semaphore *s, int status, void *arg);
+DLOCK_EXTERN int dlock_semaphore_acquire_async(dlock_semaphore *s, int64_t permits,
+                                               int64_t wait_ms, dlock_semaphore_cb cb,
+                                               void *arg);
+DLOCK_EXTERN int dlock_semaphore_release_async(dlock_semaphore *s, int64_t permits,
+                                               dlock_semaphore_cb cb, void *arg);
+
+/* ---- RPermitExpirableSemaphore --------------------------------------------------------- */
+
+typedef struct dlock_permits dlock_permits;
+
+/* A permit's id: 16 random bytes shown as 32 lowercase hex characters and a NUL. */
+typedef struct {
+    char hex[33];
+} dlock_permit_id;
+
+/* A permit-expirable semaphore named name on client c. No I/O. */
+DLOCK_EXTERN int dlock_permits_new(dlock_client *c, const char *name, dlock_permits **out);
+
+/* Frees the handle; no I/O. Permits still acquired come back when their leases end (a
+ * permit without a lease stays taken until released by id). NULL ok. */
+DLOCK_EXTERN void dlock_permits_free(dlock_permits *p);
+
+/* Sets the number of available permits if the semaphore does not exist yet. */
+DLOCK_EXTERN int dlock_permits_try_set_permits(dlock_permits *p, int64_t permits,
+                                               bool *was_set);
+
+/* Takes one permit, waiting up to wait_ms (0 = one attempt, -1 = no limit), and writes its
+ * id to *out. lease_ms > 0: the permit comes back by itself after that long; -1: it is
+ * held until released. DLOCK_ETIMEDOUT. A waiter on an empty pool wakes when a permit is
+ * released or the earliest lease ends. */
+DLOCK_EXTERN int dlock_permits_acquire(dlock_permits *p, int64_t wait_ms, int64_t lease_ms,
+                                       dlock_permit_id *out);
+
+/* Gives the permit back. DLOCK_ENOTOWNER if the id is unknown, already released or its
+ * lease has ended. */
+DLOCK_EXTERN int dlock_permits_release(dlock_permits *p, const dlock_permit_id *id);
+
+/* Sets a held permit's lease to lease_ms from now (-1: no lease). DLOCK_ENOTOWNER as
+ * release. */
+DLOCK_EXTERN int dlock_permits_update_lease(dlock_permits *p, const dlock_permit_id *id,
+                                            int64_t lease_ms);
+
+/* The number of available permits, after giving back the expired ones. */
+DLOCK_EXTERN int dlock_permits_available(dlock_permits *p, int64_t *out);
+
+/* Async twins. The acquire callback gets the permit's id (NULL unless status is OK). */
+typedef void (*dlock_permits_cb)(dlock_permits *p, int status, const dlock_permit_id *id,
+                                 void *arg);
+DLOCK_EXTERN int dlock_permits_acquire_async(dlock_permits *p, int64_t wait_ms,
+                                             int64_t lease_ms, dlock_permits_cb cb, void *arg);
+DLOCK_EXTERN int dlock_permits_release_async(dlock_permits *p, const dlock_permit_id *id,
+                                             dlock_permits_cb cb, void *arg);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
