@@ -40,10 +40,26 @@ void dlock_options_init(dlock_options *o) {
 
 /* ---- helpers ---------------------------------------------------------------------------- */
 
+void dlock__random_bytes(void *buf, size_t n) {
+    unsigned char *p = buf;
+    while (n > 0) {
+        ssize_t got = getrandom(p, n, 0);
+        if (got <= 0) {
+            /* no entropy source at all (a seccomp sandbox?): mix the clock in, byte by
+             * byte; ids stay unique per process, though guessable */
+            uint64_t x = (uint64_t)dlock__now_us() * 6364136223846793005ULL + (uintptr_t)p;
+            *p++ = (unsigned char)(x >> 56);
+            n--;
+            continue;
+        }
+        p += got;
+        n -= (size_t)got;
+    }
+}
+
 uint64_t dlock__random_u64(void) {
-    uint64_t v = 0;
-    if (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v))
-        v = (uint64_t)dlock__now_us() * 6364136223846793005ULL + 1442695040888963407ULL;
+    uint64_t v;
+    dlock__random_bytes(&v, sizeof(v));
     return v;
 }
 

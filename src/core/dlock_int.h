@@ -55,6 +55,9 @@ void dlock__set_last_error(const char *text);
 int64_t dlock__now_ms(void); /* CLOCK_MONOTONIC */
 int64_t dlock__now_us(void);
 
+/* n random bytes from the kernel (getrandom), for ids that must not collide. */
+void dlock__random_bytes(void *buf, size_t n);
+
 /* ---- the client's settings a primitive reads ------------------------------------------- */
 
 int64_t dlock__client_watchdog_ms(const dlock_client *c);
@@ -311,6 +314,10 @@ void dlock__wait_start(dlock__waiter *w, dlock_client *c, const dlock__wait_ops 
 /* As dlock__wait_start, for a wait on behalf of an op on handle h: freeing h cancels it. */
 void dlock__wait_start_on(dlock__waiter *w, dlock__handle *h, const dlock__wait_ops *ops,
                           const char *channel, int64_t wait_ms);
+
+/* A supply function for dlock__wait_ops: the message is a decimal count (the semaphores'
+ * channel carries the new available count). */
+bool dlock__message_count(const char *msg, size_t len, int64_t *available);
 
 /* A safety net for objects without a TTL to hint with (semaphores, latches): a waiter
  * looks again this often even when no message comes, in case one was lost. */

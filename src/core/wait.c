@@ -24,6 +24,7 @@
  * release to the subscriber connection after it answered every command it ran before that
  * release, so a message not yet seen when "busy" arrives is still on its way to a waiter
  * that is by then in the queue. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "core.h"
@@ -357,4 +358,18 @@ void dlock__waits_close(dlock__waits *ws, dlock_client *c) {
         dlock__free(all);
     }
     dlock__map_free(&ws->queues);
+}
+
+bool dlock__message_count(const char *msg, size_t len, int64_t *available) {
+    char buf[24];
+    if (len == 0 || len >= sizeof(buf))
+        return false;
+    memcpy(buf, msg, len);
+    buf[len] = '\0';
+    char *end;
+    long long v = strtoll(buf, &end, 10);
+    if (*end != '\0')
+        return false;
+    *available = v;
+    return true;
 }

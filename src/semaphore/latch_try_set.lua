@@ -1,0 +1,14 @@
+-- latch_try_set.lua — set the count of a latch that is unset or finished (trySetCount).
+--
+-- KEYS[1]  the latch N: a string, the remaining count (absent: unset or finished)
+-- KEYS[2]  its channel redisson_countdownlatch__channel__{N}
+-- ARGV[1]  count (>= 0; 0 leaves the latch finished)
+-- Reply    1 set (and "1" published, Redisson's new-count message), 0 it is still counting
+if redis.call('get', KEYS[1]) then
+    return 0
+end
+if tonumber(ARGV[1]) > 0 then
+    redis.call('set', KEYS[1], ARGV[1])
+    redis.call('publish', KEYS[2], 1)
+end
+return 1
