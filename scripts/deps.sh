@@ -13,6 +13,7 @@ packages=(
     libhiredis-dev libev-dev libcmocka-dev
     redis-server # brings redis-tools (redis-cli)
     valgrind
+    jq # bench/run.sh prints its table with it
 )
 
 if ! command -v dpkg-query >/dev/null 2>&1; then

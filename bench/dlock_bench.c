@@ -1,0 +1,135 @@
+/* dlock_bench.c — dlock-bench: measures dlock's locks against the physical floor of the
+ * same server, in one run (workloads and output: the design notes' BENCHMARKS.md).
+ *
+ *   dlock-bench [--url URL] [--duration-ms MS] [--floor-n N] [--only WORKLOAD]
+ *               [--placement TEXT]
+ *
+ * URL defaults to $DLOCK_URL (then redis://127.0.0.1:6379). Each dlock workload runs for
+ * --duration-ms per parameter value (default 3000, or 1000 with QUICK=1 in the
+ * environment); each floor takes --floor-n samples (default 20000, QUICK=1: 5000).
+ * Workloads, in the order they run:
+ *
+ *   floor_ping          PING round trip (hiredis sync)
+ *   floor_publish       PUBLISH -> message delivery (hiredis sync, subscriber thread)
+ *   uncontended_pair    T = 1, 8, 32 threads, one lock each, one client
+ *   contended_handoff   P = 2, 4, 16 threads on one lock of one client;
+ *                       P = 2, 4 processes, one client each
+ *
+ * --placement says where the server and this program run (bench/run.sh pins them to
+ * CPUs); it is copied into every JSON object. Each dlock workload measures a short floor
+ * (PING and PUBLISH) just before it runs and takes its ratios from it. Prints one JSON
+ * object per line per workload on stdout; failures go to stderr. Exits 0 if no workload
+ * counted an error, 1 otherwise, 2 on a usage error. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "dlock.h"
+
+static void usage(FILE *out) {
+    fprintf(out, "usage: dlock-bench [--url URL] [--duration-ms MS] [--floor-n N] "
+                 "[--only floor_ping|floor_publish|uncontended_pair|contended_handoff] "
+                 "[--placement TEXT]\n");
+}
+
+static bool selected(const bench_config *cfg, const char *workload) {
+    return !cfg->only || strcmp(cfg->only, workload) == 0;
+}
+
+static int parse_args(int argc, char **argv, bench_config *cfg) {
+    bool quick = getenv("QUICK") && strcmp(getenv("QUICK"), "1") == 0;
+    cfg->url = getenv("DLOCK_URL") ? getenv("DLOCK_URL") : "redis://127.0.0.1:6379";
+    cfg->duration_ms = quick ? 1000 : 3000;
+    cfg->floor_n = quick ? 5000 : 20000;
+    cfg->placement = "not pinned";
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i], *value = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            usage(stdout);
+            exit(0);
+        }
+        if (!value) {
+            usage(stderr);
+            return -1;
+        }
+        if (strcmp(arg, "--url") == 0)
+            cfg->url = value;
+        else if (strcmp(arg, "--duration-ms") == 0)
+            cfg->duration_ms = atoll(value);
+        else if (strcmp(arg, "--floor-n") == 0)
+            cfg->floor_n = atoi(value);
+        else if (strcmp(arg, "--only") == 0)
+            cfg->only = value;
+        else if (strcmp(arg, "--placement") == 0)
+            cfg->placement = value;
+        else {
+            usage(stderr);
+            return -1;
+        }
+        i++;
+    }
+    if (cfg->duration_ms <= 0 || cfg->floor_n <= 0) {
+        fprintf(stderr, "dlock-bench: --duration-ms and --floor-n must be > 0\n");
+        return -1;
+    }
+    static const char *const known[] = {"floor_ping", "floor_publish", "uncontended_pair",
+                                        "contended_handoff"};
+    bool found = !cfg->only;
+    for (size_t i = 0; i < sizeof(known) / sizeof(known[0]) && !found; i++)
+        found = strcmp(cfg->only, known[i]) == 0;
+    if (!found) {
+        fprintf(stderr, "dlock-bench: unknown workload %s\n", cfg->only);
+        return -1;
+    }
+    return 0;
+}
+
+/* The server's version and the transport, from a plain connection. */
+static int probe_server(bench_config *cfg) {
+    redisContext *rc = bench_redis_connect(cfg->url, &cfg->transport);
+    if (!rc)
+        return -1;
+    int status = bench_redis_info(rc, "server", "redis_version", cfg->redis_version,
+                                  sizeof(cfg->redis_version));
+    if (status != 0)
+        fprintf(stderr, "dlock-bench: no redis_version in INFO server\n");
+    redisFree(rc);
+    return status;
+}
+
+int main(int argc, char **argv) {
+    bench_config cfg = {0};
+    if (parse_args(argc, argv, &cfg) != 0)
+        return 2;
+    signal(SIGPIPE, SIG_IGN); /* a dropped connection is an error to count, not a death */
+    if (probe_server(&cfg) != 0)
+        return 1;
+    snprintf(cfg.run_tag, sizeof(cfg.run_tag), "%ld-%lld", (long)getpid(), (long long)time(NULL));
+
+    long long errors = 0;
+    if (selected(&cfg, "floor_ping"))
+        errors += bench_floor_ping(&cfg);
+    if (selected(&cfg, "floor_publish"))
+        errors += bench_floor_publish(&cfg);
+    bench_floor floor;
+    static const int pair_threads[] = {1, 8, 32};
+    for (size_t i = 0; i < 3 && selected(&cfg, "uncontended_pair"); i++) {
+        errors += bench_floor_adjacent(&cfg, &floor);
+        errors += bench_uncontended_pair(&cfg, &floor, pair_threads[i]);
+    }
+    static const struct {
+        int workers;
+        bool processes;
+    } handoffs[] = {{2, false}, {4, false}, {16, false}, {2, true}, {4, true}};
+    for (size_t i = 0; i < 5 && selected(&cfg, "contended_handoff"); i++) {
+        errors += bench_floor_adjacent(&cfg, &floor);
+        errors += bench_contended_handoff(&cfg, &floor, handoffs[i].workers, handoffs[i].processes);
+    }
+    if (errors)
+        fprintf(stderr, "dlock-bench: %lld error(s), see the JSON's \"errors\"\n", errors);
+    return errors ? 1 : 0;
+}
