@@ -21,6 +21,7 @@
 
 #include "dlock/lock.h"
 #include "dlock_int.h"
+#include "lock_kind.h"
 
 typedef struct hold hold;
 typedef struct lock_state lock_state;
@@ -28,6 +29,8 @@ typedef struct lock_state lock_state;
 struct dlock_lock {
     dlock__handle handle; /* the client, the ops in flight, the free protocol */
     dlock_client *client;
+    const dlock__lock_kind *kind;
+    void *kind_data;
     bool fenced;
     char *name;
     char *channel;
@@ -46,6 +49,8 @@ struct lock_state {
     dlock_client *client;
     hold *holds;         /* one per owner that ever used the name */
     dlock_lock *handles; /* whose lost callbacks to call */
+    dlock__lease_ops lease_ops; /* the kind's renew script, our lost handler */
+    dlock__wait_ops wait_ops;   /* the kind's wake rule, our attempt and done */
 };
 
 /* What the client knows of one owner's holds on one lock. */
@@ -61,6 +66,7 @@ struct hold {
     bool has_token;
     bool release_unsure;    /* a release failed with DLOCK_ECONN: it may have been applied */
     dlock__lease *watchdog; /* registered while a watchdog hold is taken or held */
+    char *waiter_channel;   /* the kind's channel for this owner, or NULL: the lock's */
 };
 
 typedef struct lock_op lock_op;
@@ -96,21 +102,34 @@ static void state_destroy(void *p) {
         hold *next = h->next;
         if (!closing)
             dlock__lease_drop(h->watchdog);
+        dlock__free(h->waiter_channel);
         dlock__free(h);
         h = next;
     }
 }
 
-/* Loop thread: the handle's shared state, found or made on first use. */
+static void on_lease_lost(dlock__lease *lease, void *owner_ctx);
+static void acquire_attempt(dlock__waiter *w);
+static void acquire_done(dlock__waiter *w, int status);
+
+/* Loop thread: the handle's shared state, found or made on first use. Handles of one
+ * name and kind share it. */
 static lock_state *state_of(dlock_lock *l) {
     if (l->state)
         return l->state;
-    char *key = dlock__name_prefixed("lock", l->name);
+    char *key = dlock__name_prefixed(l->kind->what, l->name);
     lock_state *st = key ? dlock__shared_get(l->client, key, sizeof(*st), state_destroy) : NULL;
     dlock__free(key);
     if (!st)
         return NULL;
-    st->client = l->client;
+    if (!st->client) { /* new */
+        st->client = l->client;
+        st->lease_ops.renew_script = l->kind->renew_script;
+        st->lease_ops.lost = on_lease_lost;
+        st->wait_ops.attempt = acquire_attempt;
+        st->wait_ops.wake_count = l->kind->wake_count;
+        st->wait_ops.done = acquire_done;
+    }
     l->next_of_state = st->handles;
     st->handles = l;
     l->state = st;
@@ -126,6 +145,8 @@ static void lock_destroy(dlock_lock *l) {
         *link = l->next_of_state;
         dlock__shared_put(l->client, st);
     }
+    if (l->kind_data)
+        l->kind->data_free(l->kind_data);
     dlock__free(l->name);
     dlock__free(l->channel);
     dlock__free(l->token_key);
@@ -179,13 +200,22 @@ static void on_lease_lost(dlock__lease *lease, void *owner_ctx) {
     holds_lost(h, dlock__lease_lost_reason(lease));
 }
 
-static const dlock__lease_ops lock_lease_ops = {
-    .renew_script = DLOCK__SCRIPT_CORE_RENEW_HASH,
-    .lost = on_lease_lost,
-};
-
 static int64_t lease_value(const dlock_lock *l, int64_t lease_ms) {
     return lease_ms == DLOCK_WATCHDOG ? dlock__client_watchdog_ms(l->client) : lease_ms;
+}
+
+/* What the kind's hooks see of lock l and owner h, for a call with lease_ms. */
+static dlock__lock_view view_of(const dlock_lock *l, const hold *h, int64_t lease_ms) {
+    return (dlock__lock_view){
+        .client = l->client,
+        .name = l->name,
+        .channel = l->channel,
+        .token_key = l->token_key,
+        .field = h->field,
+        .believed = h->count,
+        .lease_ms = lease_value(l, lease_ms),
+        .data = l->kind_data,
+    };
 }
 
 /* ---- ops -------------------------------------------------------------------------------- */
@@ -229,17 +259,12 @@ static void acquire_attempt(dlock__waiter *w) {
     lock_op *op = DLOCK__CONTAINER_OF(w, lock_op, waiter);
     dlock_lock *l = op->lock;
     hold *h = op->hold;
+    dlock__lock_view v = view_of(l, h, op->lease_ms);
     dlock__args a = {0};
-    dlock__args_str(&a, l->name);
-    if (l->fenced)
-        dlock__args_str(&a, l->token_key);
-    int nkeys = a.n;
-    dlock__args_int(&a, lease_value(l, op->lease_ms));
-    dlock__args_str(&a, h->field);
-    dlock__args_int(&a, h->count);
+    int nkeys = l->kind->acquire_args(&v, &a);
     op->believed = h->count;
     op->sent_ms = dlock__now_ms();
-    int rc = dlock__script(l->client, DLOCK__SCRIPT_LOCK_ACQUIRE, DLOCK__CMD_RETRY_SAFE,
+    int rc = dlock__script(l->client, l->kind->acquire_script, DLOCK__CMD_RETRY_SAFE,
                            on_acquire_reply, op, nkeys, a.n, a.v, a.len);
     if (rc != DLOCK_OK) {
         dlock__op_fail(&op->op, rc, "%s", dlock_strerror(rc));
@@ -259,7 +284,13 @@ static void on_acquire_reply(dlock_client *c, int status, const dlock__reply *re
     if (dlock__reply_int(dlock__reply_at(reply, 0)) == 0) {
         /* busy: the holder's remaining lease is when it may free itself; -1 = never */
         int64_t pttl = dlock__reply_int(dlock__reply_at(reply, 1));
-        dlock__wait_result(&op->waiter, DLOCK__BUSY, pttl == -2 ? 0 : pttl);
+        if (pttl == -2)
+            pttl = 0; /* gone by now: look again at once */
+        if (op->lock->kind->busy_hint) {
+            dlock__lock_view v = view_of(op->lock, h, op->lease_ms);
+            pttl = op->lock->kind->busy_hint(&v, pttl);
+        }
+        dlock__wait_result(&op->waiter, DLOCK__BUSY, pttl);
         return;
     }
     int64_t holds = dlock__reply_int(dlock__reply_at(reply, 1));
@@ -273,7 +304,7 @@ static void on_acquire_reply(dlock_client *c, int status, const dlock__reply *re
     }
     if (op->lease_ms == DLOCK_WATCHDOG && !h->watchdog) {
         /* the hold was lost while this acquire was in flight: register again */
-        h->watchdog = dlock__lease_new(c, &lock_lease_ops, op->lock->name, h->field, h);
+        h->watchdog = dlock__lease_new(c, &h->state->lease_ops, op->lock->name, h->field, h);
     }
     if (h->watchdog)
         dlock__lease_held(h->watchdog, op->sent_ms);
@@ -283,28 +314,21 @@ static void on_acquire_reply(dlock_client *c, int status, const dlock__reply *re
 static void acquire_done(dlock__waiter *w, int status) {
     lock_op *op = DLOCK__CONTAINER_OF(w, lock_op, waiter);
     hold *h = op->hold;
+    dlock_lock *l = op->lock;
     if (status != DLOCK_OK && h->count == 0 && h->watchdog) {
         /* nothing held: nothing to renew */
         dlock__lease_drop(h->watchdog);
         h->watchdog = NULL;
     }
+    if (status != DLOCK_OK && l->kind->gave_up) {
+        dlock__lock_view v = view_of(l, h, op->lease_ms);
+        l->kind->gave_up(&v);
+    }
     if (status == DLOCK_ETIMEDOUT)
-        dlock__op_fail(&op->op, status, "lock %s is held by another owner", op->lock->name);
+        dlock__op_fail(&op->op, status, "%s %s is held by another owner", l->kind->what,
+                       l->name);
     op_finish(op, status);
 }
-
-/* A freed lock lets one waiter of each client in: the others stay asleep. */
-static int wake_one(const char *msg, size_t len) {
-    (void)msg;
-    (void)len;
-    return 1;
-}
-
-static const dlock__wait_ops lock_wait_ops = {
-    .attempt = acquire_attempt,
-    .wake_count = wake_one,
-    .done = acquire_done,
-};
 
 static void acquire_start(dlock__op *o) {
     lock_op *op = (lock_op *)o;
@@ -319,13 +343,25 @@ static void acquire_start(dlock__op *o) {
     op->hold = h;
     if (op->lease_ms == DLOCK_WATCHDOG && !h->watchdog) {
         /* registered before the acquire is sent: a release can never run ahead of it */
-        h->watchdog = dlock__lease_new(l->client, &lock_lease_ops, l->name, h->field, h);
+        h->watchdog = dlock__lease_new(l->client, &h->state->lease_ops, l->name, h->field, h);
         if (!h->watchdog) {
             op_fail(op, DLOCK_ENOMEM, NULL);
             return;
         }
     }
-    dlock__wait_start_on(&op->waiter, &l->handle, &lock_wait_ops, l->channel, op->wait_ms);
+    const char *channel = l->channel;
+    if (l->kind->waiter_channel) {
+        if (!h->waiter_channel) {
+            dlock__lock_view v = view_of(l, h, op->lease_ms);
+            h->waiter_channel = l->kind->waiter_channel(&v);
+        }
+        if (!h->waiter_channel) {
+            op_fail(op, DLOCK_ENOMEM, NULL);
+            return;
+        }
+        channel = h->waiter_channel;
+    }
+    dlock__wait_start_on(&op->waiter, &l->handle, &h->state->wait_ops, channel, op->wait_ms);
 }
 
 /* ---- release ---------------------------------------------------------------------------- */
@@ -387,14 +423,11 @@ static void release_start(dlock__op *o) {
         dlock__lease_drop(h->watchdog);
         h->watchdog = NULL;
     }
+    dlock__lock_view v = view_of(l, h, h->count > 0 ? h->lease_ms : DLOCK_WATCHDOG);
     dlock__args a = {0};
-    dlock__args_str(&a, l->name);
-    dlock__args_str(&a, l->channel);
-    dlock__args_int(&a, lease_value(l, h->count > 0 ? h->lease_ms : DLOCK_WATCHDOG));
-    dlock__args_str(&a, h->field);
-    dlock__args_int(&a, h->count);
-    int rc = dlock__script(l->client, DLOCK__SCRIPT_LOCK_RELEASE, DLOCK__CMD_RETRY_SAFE,
-                           on_release_reply, op, 2, a.n, a.v, a.len);
+    int nkeys = l->kind->release_args(&v, &a);
+    int rc = dlock__script(l->client, l->kind->release_script, DLOCK__CMD_RETRY_SAFE,
+                           on_release_reply, op, nkeys, a.n, a.v, a.len);
     if (rc != DLOCK_OK)
         op_fail(op, rc, NULL);
 }
@@ -417,12 +450,14 @@ static void force_start(dlock__op *o) {
     if (!op_begin(op))
         return;
     dlock_lock *l = op->lock;
+    hold none = {0}; /* force release is nobody's: no owner field */
+    dlock__lock_view v = view_of(l, &none, DLOCK_WATCHDOG);
+    v.field = "";
     dlock__args a = {0};
-    dlock__args_str(&a, l->name);
-    dlock__args_str(&a, l->channel);
+    int nkeys = l->kind->force_args(&v, &a);
     /* not resent after a lost reply: a second delete could hit a lock taken meanwhile */
-    int rc = dlock__script(l->client, DLOCK__SCRIPT_LOCK_FORCE_RELEASE, 0, on_force_reply, op,
-                           2, a.n, a.v, a.len);
+    int rc = dlock__script(l->client, l->kind->force_script, 0, on_force_reply, op, nkeys, a.n,
+                           a.v, a.len);
     if (rc != DLOCK_OK)
         op_fail(op, rc, NULL);
 }
@@ -527,7 +562,8 @@ void dlock_lock_free(dlock_lock *l) {
         dlock__handle_free(&l->handle);
 }
 
-static int lock_create(dlock_client *c, const char *name, bool fenced, dlock_lock **out) {
+int dlock__lock_create(dlock_client *c, const char *name, const dlock__lock_kind *kind,
+                       bool fenced, dlock_lock **out) {
     if (!c)
         return dlock__fail(DLOCK_EINVAL, "client is NULL");
     if (!out)
@@ -540,11 +576,14 @@ static int lock_create(dlock_client *c, const char *name, bool fenced, dlock_loc
         return dlock__fail(DLOCK_ENOMEM, "out of memory");
     dlock__handle_init(&l->handle, c, NULL, lock_handle_destroy);
     l->client = c;
+    l->kind = kind;
     l->fenced = fenced;
     l->name = dlock__strdup(name);
     l->channel = dlock__name_prefixed("redisson_lock__channel", name);
     l->token_key = fenced ? dlock__name_prefixed("redisson_lock_token", name) : NULL;
-    if (!l->name || !l->channel || (fenced && !l->token_key)) {
+    l->kind_data = kind->data_new ? kind->data_new(name) : NULL;
+    if (!l->name || !l->channel || (fenced && !l->token_key) ||
+        (kind->data_new && !l->kind_data)) {
         lock_destroy(l);
         return dlock__fail(DLOCK_ENOMEM, "out of memory");
     }
@@ -552,12 +591,62 @@ static int lock_create(dlock_client *c, const char *name, bool fenced, dlock_loc
     return DLOCK_OK;
 }
 
+/* ---- the reentrant kind ----------------------------------------------------------------- */
+
+/* acquire.lua: KEYS N [token key]; ARGV lease, field, believed holds */
+static int reentrant_acquire_args(const dlock__lock_view *v, dlock__args *a) {
+    dlock__args_str(a, v->name);
+    if (v->token_key)
+        dlock__args_str(a, v->token_key);
+    int nkeys = a->n;
+    dlock__args_int(a, v->lease_ms);
+    dlock__args_str(a, v->field);
+    dlock__args_int(a, v->believed);
+    return nkeys;
+}
+
+/* release.lua: KEYS N, channel; ARGV lease, field, believed holds */
+static int reentrant_release_args(const dlock__lock_view *v, dlock__args *a) {
+    dlock__args_str(a, v->name);
+    dlock__args_str(a, v->channel);
+    dlock__args_int(a, v->lease_ms);
+    dlock__args_str(a, v->field);
+    dlock__args_int(a, v->believed);
+    return 2;
+}
+
+/* force_release.lua: KEYS N, channel */
+static int reentrant_force_args(const dlock__lock_view *v, dlock__args *a) {
+    dlock__args_str(a, v->name);
+    dlock__args_str(a, v->channel);
+    return 2;
+}
+
+/* A freed lock lets one waiter of each client in: the others stay asleep. */
+static int wake_one(const char *msg, size_t len) {
+    (void)msg;
+    (void)len;
+    return 1;
+}
+
+static const dlock__lock_kind reentrant_kind = {
+    .what = "lock",
+    .acquire_script = DLOCK__SCRIPT_LOCK_ACQUIRE,
+    .release_script = DLOCK__SCRIPT_LOCK_RELEASE,
+    .force_script = DLOCK__SCRIPT_LOCK_FORCE_RELEASE,
+    .acquire_args = reentrant_acquire_args,
+    .release_args = reentrant_release_args,
+    .force_args = reentrant_force_args,
+    .renew_script = DLOCK__SCRIPT_CORE_RENEW_HASH,
+    .wake_count = wake_one,
+};
+
 int dlock_lock_new(dlock_client *c, const char *name, dlock_lock **out) {
-    return lock_create(c, name, false, out);
+    return dlock__lock_create(c, name, &reentrant_kind, false, out);
 }
 
 int dlock_fencedlock_new(dlock_client *c, const char *name, dlock_lock **out) {
-    return lock_create(c, name, true, out);
+    return dlock__lock_create(c, name, &reentrant_kind, true, out);
 }
 
 const char *dlock_lock_name(const dlock_lock *l) { return l ? l->name : NULL; }

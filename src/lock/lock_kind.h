@@ -1,0 +1,58 @@
+/* lock_kind.h — what a kind of lock changes of the reentrant lock.
+ *
+ * lock.c is the one implementation of every dlock_lock call: owners and hold counts,
+ * waiting, leases, the watchdog, the lost signal, the async face. A kind of lock (the
+ * reentrant and fenced lock in lock.c, the fair lock in src/fairlock, the halves of the
+ * read-write lock in src/rwlock) only says which scripts it runs with which keys, where a
+ * waiting owner listens, and what happens when an owner gives up. The scripts of every
+ * kind answer the same way, so lock.c reads their replies alike:
+ *   acquire  {1, holds, token}  acquired (token 0 unless fenced) | {0, pttl} busy
+ *   release  -1 the owner holds nothing | the holds left (0: freed, waiters woken)
+ *   force    1 it was locked (now freed, waiters woken) | 0 it was not */
+#ifndef DLOCK_LOCK_KIND_H
+#define DLOCK_LOCK_KIND_H
+
+#include "dlock/lock.h"
+#include "dlock_int.h"
+
+/* What a kind's hooks see of a lock and of the owner a call is for. */
+typedef struct dlock__lock_view {
+    dlock_client *client;
+    const char *name;      /* N */
+    const char *channel;   /* redisson_lock__channel:{N}: the lock's own channel */
+    const char *token_key; /* fenced: redisson_lock_token:{N}; else NULL */
+    const char *field;     /* the owner's field, "<client-id>:<owner>" */
+    int64_t believed;      /* the owner's holds as the client knows them */
+    int64_t lease_ms;      /* the lease to set, ms (the watchdog's when held with it) */
+    void *data;            /* the kind's own per-handle data (its key names) */
+} dlock__lock_view;
+
+typedef struct dlock__lock_kind {
+    const char *what; /* "lock", "fair lock": in error texts */
+    enum dlock__script_id acquire_script, release_script, force_script;
+    /* Append the script's KEYS then ARGV to a; return how many are keys. */
+    int (*acquire_args)(const dlock__lock_view *v, dlock__args *a);
+    int (*release_args)(const dlock__lock_view *v, dlock__args *a);
+    int (*force_args)(const dlock__lock_view *v, dlock__args *a);
+    /* The watchdog's renew script for this kind's holds (see dlock__lease_ops). */
+    enum dlock__script_id renew_script;
+    /* How many waiters of a client one message on the waiting channel wakes (NULL: all). */
+    int (*wake_count)(const char *msg, size_t len);
+    /* Optional: the channel a waiting owner listens on, as a new string (NULL hook: the
+     * lock's channel, shared by every waiter). */
+    char *(*waiter_channel)(const dlock__lock_view *v);
+    /* Optional: the wait hint from a busy reply's pttl (NULL hook: the pttl). */
+    int64_t (*busy_hint)(const dlock__lock_view *v, int64_t pttl);
+    /* Optional: the owner stopped waiting without the lock (timed out, canceled, failed):
+     * e.g. leave a queue. Fire and forget. */
+    void (*gave_up)(const dlock__lock_view *v);
+    /* Optional: the kind's per-handle data, made from the name and freed with the handle. */
+    void *(*data_new)(const char *name);
+    void (*data_free)(void *data);
+} dlock__lock_kind;
+
+/* A handle of the given kind: what dlock_lock_new is for the reentrant kind. */
+int dlock__lock_create(dlock_client *c, const char *name, const dlock__lock_kind *kind,
+                       bool fenced, dlock_lock **out);
+
+#endif
