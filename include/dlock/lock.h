@@ -47,6 +47,13 @@ DLOCK_EXTERN int dlock_lock_new(dlock_client *c, const char *name, dlock_lock **
  * knowing (a long GC pause, a partition). */
 DLOCK_EXTERN int dlock_fencedlock_new(dlock_client *c, const char *name, dlock_lock **out);
 
+/* A fair lock (RFairLock): a reentrant lock whose waiters get it in arrival order, across
+ * threads and clients. A waiter keeps its place in Redis by refreshing its own deadline
+ * (the server's clock + the client's fair_wait_ms) while it waits; a waiter that stops
+ * (its process died) is dropped fair_wait_ms after its last refresh, and one that gives
+ * up (timeout) leaves at once. A release wakes only the first waiter. */
+DLOCK_EXTERN int dlock_fairlock_new(dlock_client *c, const char *name, dlock_lock **out);
+
 /* Frees the handle. No I/O: holds still in place stop being renewed and expire by their
  * lease; calls still waiting on this handle complete with DLOCK_ECANCELED first. Must not
  * race with other calls on the same handle. NULL is a no-op. */
