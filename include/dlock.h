@@ -6,6 +6,7 @@
 #include "dlock/error.h"
 #include "dlock/client.h"
 #include "dlock/lock.h"
+#include "dlock/rwlock.h"
 #include "dlock/semaphore.h"
 #include "dlock/latch.h"
 

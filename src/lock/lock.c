@@ -26,6 +26,9 @@
 typedef struct hold hold;
 typedef struct lock_state lock_state;
 
+/* An owner field and the kind's suffix (lock_kind.h). */
+#define FIELD_MAX (DLOCK__OWNER_FIELD_MAX + 16)
+
 struct dlock_lock {
     dlock__handle handle; /* the client, the ops in flight, the free protocol */
     dlock_client *client;
@@ -58,7 +61,7 @@ struct hold {
     hold *next;
     lock_state *state;
     uint64_t owner;
-    char field[DLOCK__OWNER_FIELD_MAX];
+    char field[FIELD_MAX];
     int64_t count;          /* holds this owner has, as far as the client knows */
     int64_t lost;           /* holds lost while held: each makes a release say DLOCK_ELOST */
     int64_t lease_ms;       /* lease of the latest acquisition, DLOCK_WATCHDOG or ms */
@@ -160,7 +163,15 @@ static hold *hold_find(lock_state *st, uint64_t owner) {
     return NULL;
 }
 
-static hold *hold_get(lock_state *st, uint64_t owner) {
+/* The owner's field in N: "<client-id>:<owner>" and the kind's suffix. */
+static void owner_field(const dlock_lock *l, uint64_t owner, char field[FIELD_MAX]) {
+    size_t n = dlock__owner_field(l->client, owner, field);
+    if (l->kind->field_suffix)
+        snprintf(field + n, FIELD_MAX - n, "%s", l->kind->field_suffix);
+}
+
+static hold *hold_get(dlock_lock *l, uint64_t owner) {
+    lock_state *st = l->state;
     hold *h = hold_find(st, owner);
     if (h)
         return h;
@@ -169,7 +180,7 @@ static hold *hold_get(lock_state *st, uint64_t owner) {
         return NULL;
     h->state = st;
     h->owner = owner;
-    dlock__owner_field(st->client, owner, h->field);
+    owner_field(l, owner, h->field);
     h->next = st->holds;
     st->holds = h;
     return h;
@@ -335,7 +346,7 @@ static void acquire_start(dlock__op *o) {
     if (!op_begin(op))
         return;
     dlock_lock *l = op->lock;
-    hold *h = hold_get(l->state, op->owner);
+    hold *h = hold_get(l, op->owner);
     if (!h) {
         op_fail(op, DLOCK_ENOMEM, NULL);
         return;
@@ -405,7 +416,7 @@ static void release_start(dlock__op *o) {
     if (!op_begin(op))
         return;
     dlock_lock *l = op->lock;
-    hold *h = hold_get(l->state, op->owner);
+    hold *h = hold_get(l, op->owner);
     if (!h) {
         op_fail(op, DLOCK_ENOMEM, NULL);
         return;
@@ -477,6 +488,12 @@ static void on_query_reply(dlock_client *c, int status, const dlock__reply *repl
         return;
     }
     long long v = dlock__reply_type(reply) == DLOCK__REPLY_NIL ? 0 : dlock__reply_int(reply);
+    const char *mode = q->base.lock->kind->locked_mode;
+    if (q->what == Q_IS_LOCKED && mode) {
+        size_t len;
+        const char *s = dlock__reply_str(reply, &len);
+        v = s && len == strlen(mode) && memcmp(s, mode, len) == 0;
+    }
     q->base.out_int = v;
     op_finish(&q->base, DLOCK_OK);
 }
@@ -486,12 +503,12 @@ static void query_start(dlock__op *o) {
     if (!op_begin(&q->base))
         return;
     dlock_lock *l = q->base.lock;
-    char field[DLOCK__OWNER_FIELD_MAX];
-    dlock__owner_field(l->client, q->base.owner, field);
+    char field[FIELD_MAX];
+    owner_field(l, q->base.owner, field);
     dlock__args a = {0};
     switch (q->what) {
     case Q_IS_LOCKED:
-        dlock__args_str(&a, "EXISTS");
+        dlock__args_str(&a, l->kind->locked_mode ? "HGET" : "EXISTS");
         break;
     case Q_IS_HELD:
         dlock__args_str(&a, "HEXISTS");
@@ -506,6 +523,8 @@ static void query_start(dlock__op *o) {
     dlock__args_str(&a, l->name);
     if (q->what == Q_IS_HELD || q->what == Q_HOLD_COUNT)
         dlock__args_str(&a, field);
+    if (q->what == Q_IS_LOCKED && l->kind->locked_mode)
+        dlock__args_str(&a, "mode");
     int rc = dlock__command(l->client, DLOCK__CMD_RETRY_SAFE, on_query_reply, q, a.n, a.v,
                             a.len);
     if (rc != DLOCK_OK)

@@ -46,6 +46,12 @@ typedef struct dlock__lock_kind {
     /* Optional: the owner stopped waiting without the lock (timed out, canceled, failed):
      * e.g. leave a queue. Fire and forget. */
     void (*gave_up)(const dlock__lock_view *v);
+    /* Optional: appended to "<client-id>:<owner>" to make the owner's field (the
+     * read-write lock's writer is "<client-id>:<owner>:write"). At most 15 bytes. */
+    const char *field_suffix;
+    /* Optional: is_locked asks whether N's "mode" field says this (the read-write lock's
+     * halves, as Redisson); NULL: whether N exists. */
+    const char *locked_mode;
     /* Optional: the kind's per-handle data, made from the name and freed with the handle. */
     void *(*data_new)(const char *name);
     void (*data_free)(void *data);
