@@ -9,5 +9,6 @@
 #include "dlock/rwlock.h"
 #include "dlock/semaphore.h"
 #include "dlock/latch.h"
+#include "dlock/multilock.h"
 
 #endif

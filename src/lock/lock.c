@@ -43,6 +43,9 @@ struct dlock_lock {
     dlock_lock *next_of_state;
     dlock_lost_cb lost_cb;
     void *lost_arg;
+    /* composites (lock_kind.h): every call goes to the class */
+    const dlock__composite_class *composite;
+    void *composite_self;
 };
 
 /* What the client knows of one lock name, whichever of its handles is used: the hold
@@ -554,6 +557,54 @@ static void on_lost_start(dlock__op *o) {
     op_finish(op, DLOCK_OK);
 }
 
+/* ---- set_lease, for composites ---------------------------------------------------------- */
+
+static void on_set_lease_reply(dlock_client *c, int status, const dlock__reply *reply,
+                               void *arg) {
+    (void)c;
+    lock_op *op = arg;
+    if (status != DLOCK_OK) {
+        op_fail(op, status, reply);
+        return;
+    }
+    if (dlock__reply_int(reply) != 1) {
+        holds_lost(op->hold, DLOCK_ELOST);
+        op->hold->lost = 0; /* reported here, not again by a release */
+        dlock__op_fail(&op->op, DLOCK_ENOTOWNER, "lock %s is not held by this owner",
+                       op->lock->name);
+        op_finish(op, DLOCK_ENOTOWNER);
+        return;
+    }
+    op_finish(op, DLOCK_OK);
+}
+
+static void set_lease_start(dlock__op *o) {
+    lock_op *op = (lock_op *)o;
+    if (!op_begin(op))
+        return;
+    dlock_lock *l = op->lock;
+    hold *h = hold_find(l->state, op->owner);
+    if (!h || h->count == 0) {
+        dlock__op_fail(o, DLOCK_ENOTOWNER, "lock %s is not held by this owner", l->name);
+        op_finish(op, DLOCK_ENOTOWNER);
+        return;
+    }
+    op->hold = h;
+    if (h->watchdog) { /* the lease is explicit from now on */
+        dlock__lease_drop(h->watchdog);
+        h->watchdog = NULL;
+    }
+    h->lease_ms = op->lease_ms;
+    dlock__args a = {0};
+    dlock__args_str(&a, l->name);
+    dlock__args_int(&a, op->lease_ms);
+    dlock__args_str(&a, h->field);
+    int rc = dlock__script(l->client, DLOCK__SCRIPT_LOCK_SET_LEASE, DLOCK__CMD_RETRY_SAFE,
+                           on_set_lease_reply, op, 1, a.n, a.v, a.len);
+    if (rc != DLOCK_OK)
+        op_fail(op, rc, NULL);
+}
+
 /* ---- the public calls ------------------------------------------------------------------- */
 
 static int check_lock(const dlock_lock *l) {
@@ -577,9 +628,43 @@ static void lock_handle_destroy(dlock__handle *handle) {
 }
 
 void dlock_lock_free(dlock_lock *l) {
-    if (l)
-        dlock__handle_free(&l->handle);
+    if (!l)
+        return;
+    if (l->composite) {
+        l->composite->free(l->composite_self);
+        dlock__free(l->name);
+        dlock__free(l);
+        return;
+    }
+    dlock__handle_free(&l->handle);
 }
+
+int dlock__lock_create_composite(const char *name, const dlock__composite_class *cls,
+                                 void *self, dlock_lock **out) {
+    dlock_lock *l = dlock__calloc(1, sizeof(*l));
+    if (!l || !(l->name = dlock__strdup(name))) {
+        dlock__free(l);
+        return dlock__fail(DLOCK_ENOMEM, "out of memory");
+    }
+    l->composite = cls;
+    l->composite_self = self;
+    *out = l;
+    return DLOCK_OK;
+}
+
+void dlock__lock_fire_lost(dlock_lock *l, uint64_t owner, int reason) {
+    if (l->lost_cb)
+        l->lost_cb(l, owner, reason, l->lost_arg);
+}
+
+dlock_client *dlock__lock_client(const dlock_lock *l) { return l->composite ? NULL : l->client; }
+
+/* The composites' view of a call: composites answer on the caller's thread. */
+#define COMPOSITE(l, call)                                                                         \
+    do {                                                                                           \
+        if ((l)->composite)                                                                        \
+            return (l)->composite->call;                                                           \
+    } while (0)
 
 int dlock__lock_create(dlock_client *c, const char *name, const dlock__lock_kind *kind,
                        bool fenced, dlock_lock **out) {
@@ -676,6 +761,7 @@ int dlock_lock_try_acquire(dlock_lock *l, int64_t wait_ms, int64_t lease_ms) {
     int rc;
     if ((rc = check_lock(l)) || (rc = check_wait(wait_ms)) || (rc = check_lease(lease_ms)))
         return rc;
+    COMPOSITE(l, try_acquire(l->composite_self, dlock_thread_owner(), wait_ms, lease_ms));
     lock_op op;
     op_init(&op, l, acquire_start, dlock_thread_owner());
     op.wait_ms = wait_ms;
@@ -691,6 +777,7 @@ int dlock_lock_release(dlock_lock *l) {
     int rc = check_lock(l);
     if (rc)
         return rc;
+    COMPOSITE(l, release(l->composite_self, dlock_thread_owner()));
     lock_op op;
     op_init(&op, l, release_start, dlock_thread_owner());
     return run_blocking(&op);
@@ -700,6 +787,7 @@ int dlock_lock_force_release(dlock_lock *l, bool *was_locked) {
     int rc = check_lock(l);
     if (rc)
         return rc;
+    COMPOSITE(l, force_release(l->composite_self, was_locked));
     lock_op op;
     op_init(&op, l, force_start, 0);
     rc = run_blocking(&op);
@@ -725,6 +813,8 @@ static int run_query(dlock_lock *l, enum query what, const void *out, int64_t *a
 }
 
 int dlock_lock_is_locked(dlock_lock *l, bool *out) {
+    if (l && out)
+        COMPOSITE(l, is_locked(l->composite_self, out));
     int64_t v;
     int rc = run_query(l, Q_IS_LOCKED, out, &v);
     if (rc == DLOCK_OK)
@@ -733,6 +823,8 @@ int dlock_lock_is_locked(dlock_lock *l, bool *out) {
 }
 
 int dlock_lock_is_held(dlock_lock *l, bool *out) {
+    if (l && out)
+        COMPOSITE(l, is_held(l->composite_self, dlock_thread_owner(), out));
     int64_t v;
     int rc = run_query(l, Q_IS_HELD, out, &v);
     if (rc == DLOCK_OK)
@@ -741,6 +833,8 @@ int dlock_lock_is_held(dlock_lock *l, bool *out) {
 }
 
 int dlock_lock_hold_count(dlock_lock *l, int64_t *out) {
+    if (l && out)
+        COMPOSITE(l, hold_count(l->composite_self, dlock_thread_owner(), out));
     int64_t v;
     int rc = run_query(l, Q_HOLD_COUNT, out, &v);
     if (rc == DLOCK_OK)
@@ -749,6 +843,8 @@ int dlock_lock_hold_count(dlock_lock *l, int64_t *out) {
 }
 
 int dlock_lock_ttl(dlock_lock *l, int64_t *out_ms) {
+    if (l && out_ms)
+        COMPOSITE(l, ttl(l->composite_self, dlock_thread_owner(), out_ms));
     int64_t v;
     int rc = run_query(l, Q_TTL, out_ms, &v);
     if (rc == DLOCK_OK)
@@ -762,6 +858,7 @@ int dlock_lock_token_of(dlock_lock *l, uint64_t owner, uint64_t *out) {
         return rc;
     if (!out)
         return dlock__fail(DLOCK_EINVAL, "out is NULL");
+    COMPOSITE(l, token_of(l->composite_self, owner, out));
     if (!l->fenced)
         return dlock__fail(DLOCK_EINVAL, "lock %s is not a fenced lock", l->name);
     lock_op op;
@@ -780,6 +877,15 @@ int dlock_lock_token_of(dlock_lock *l, uint64_t owner, uint64_t *out) {
     return rc;
 }
 
+int dlock__lock_set_lease(dlock_lock *l, uint64_t owner, int64_t lease_ms) {
+    if (l->composite || lease_ms <= 0)
+        return dlock__fail(DLOCK_EINVAL, "set_lease needs an ordinary lock and a lease");
+    lock_op op;
+    op_init(&op, l, set_lease_start, owner);
+    op.lease_ms = lease_ms;
+    return run_blocking(&op);
+}
+
 int dlock_lock_token(dlock_lock *l, uint64_t *out) {
     return dlock_lock_token_of(l, dlock_thread_owner(), out);
 }
@@ -788,7 +894,7 @@ int dlock_lock_on_lost(dlock_lock *l, dlock_lost_cb cb, void *arg) {
     int rc = check_lock(l);
     if (rc)
         return rc;
-    if (dlock__on_loop_thread(l->client)) {
+    if (l->composite || dlock__on_loop_thread(l->client)) {
         l->lost_cb = cb;
         l->lost_arg = arg;
         return DLOCK_OK;
@@ -818,6 +924,8 @@ int dlock_lock_acquire_async(dlock_lock *l, uint64_t owner, int64_t wait_ms, int
         return rc;
     if (owner == 0 || !cb)
         return dlock__fail(DLOCK_EINVAL, "%s", owner == 0 ? "owner is 0" : "cb is NULL");
+    if (l->composite)
+        return dlock__fail(DLOCK_EINVAL, "%s: composite locks have no async face yet", l->name);
     lock_op *op = dlock__malloc(sizeof(*op));
     if (!op)
         return dlock__fail(DLOCK_ENOMEM, "out of memory");
@@ -833,6 +941,8 @@ int dlock_lock_release_async(dlock_lock *l, uint64_t owner, dlock_lock_cb cb, vo
         return rc;
     if (owner == 0 || !cb)
         return dlock__fail(DLOCK_EINVAL, "%s", owner == 0 ? "owner is 0" : "cb is NULL");
+    if (l->composite)
+        return dlock__fail(DLOCK_EINVAL, "%s: composite locks have no async face yet", l->name);
     lock_op *op = dlock__malloc(sizeof(*op));
     if (!op)
         return dlock__fail(DLOCK_ENOMEM, "out of memory");

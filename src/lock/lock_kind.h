@@ -57,6 +57,35 @@ typedef struct dlock__lock_kind {
     void (*data_free)(void *data);
 } dlock__lock_kind;
 
+/* A composite lock (MultiLock, RedLock: src/multilock) is a dlock_lock whose calls go to
+ * its class instead of to this machinery: its members are ordinary locks, possibly of
+ * different clients. The blocking calls pass the calling thread's owner. */
+typedef struct dlock__composite_class {
+    int (*try_acquire)(void *self, uint64_t owner, int64_t wait_ms, int64_t lease_ms);
+    int (*release)(void *self, uint64_t owner);
+    int (*force_release)(void *self, bool *was_locked);
+    int (*is_locked)(void *self, bool *out);
+    int (*is_held)(void *self, uint64_t owner, bool *out);
+    int (*hold_count)(void *self, uint64_t owner, int64_t *out);
+    int (*ttl)(void *self, uint64_t owner, int64_t *out_ms);
+    int (*token_of)(void *self, uint64_t owner, uint64_t *out);
+    void (*free)(void *self);
+} dlock__composite_class;
+
+/* A composite handle named name over self; dlock_lock_free frees self through the class. */
+int dlock__lock_create_composite(const char *name, const dlock__composite_class *cls,
+                                 void *self, dlock_lock **out);
+
+/* A composite tells its handle's lost callback (any thread). */
+void dlock__lock_fire_lost(dlock_lock *l, uint64_t owner, int reason);
+
+/* Blocking, for composites: owner's hold of l keeps lease_ms from now and is no longer
+ * renewed by the watchdog. DLOCK_ENOTOWNER if owner holds nothing. */
+int dlock__lock_set_lease(dlock_lock *l, uint64_t owner, int64_t lease_ms);
+
+/* The client of an ordinary lock (NULL for a composite). */
+dlock_client *dlock__lock_client(const dlock_lock *l);
+
 /* A handle of the given kind: what dlock_lock_new is for the reentrant kind. */
 int dlock__lock_create(dlock_client *c, const char *name, const dlock__lock_kind *kind,
                        bool fenced, dlock_lock **out);
