@@ -3,9 +3,14 @@
  *
  * A semaphore is a count of available permits in Redis, shared by every client that uses
  * its name. Permits have no owner: any thread or process may release them (as in Java).
- * A waiting acquire is woken by the release that makes enough permits available; waiters
- * of one client are served in arrival order, and a later request for fewer permits never
- * overtakes an earlier request for more.
+ * A waiting acquire is woken by the release that makes enough permits available. When a
+ * release's message reaches a client, its sleeping waiters are woken in arrival order, and
+ * the wake stops at the first one whose request does not fit: a later request for fewer
+ * permits is not woken ahead of an earlier request for more. That is all the order there
+ * is: a new acquire's first attempt, a waiter's periodic re-check, and other clients'
+ * waiters go straight to Redis, so a large request can still wait long behind a steady
+ * stream of small ones (Redisson gives no order at all). docs/semaphore.md has the
+ * details.
  *
  * The permit-expirable semaphore gives each acquired permit an id and an optional lease:
  * a permit whose holder died comes back to the pool when its lease ends (measured with
@@ -103,7 +108,9 @@ DLOCK_EXTERN int dlock_permits_try_set_permits(dlock_permits *p, int64_t permits
 /* Takes one permit, waiting up to wait_ms (0 = one attempt, -1 = no limit), and writes its
  * id to *out. lease_ms > 0: the permit comes back by itself after that long; -1: it is
  * held until released. DLOCK_ETIMEDOUT. A waiter on an empty pool wakes when a permit is
- * released or the earliest lease ends. */
+ * released or the earliest lease ends. On DLOCK_ECONN *out is written too: the permit may
+ * have been taken before the connection failed, and releasing that id gives it back (or
+ * says DLOCK_ENOTOWNER if it was not taken). */
 DLOCK_EXTERN int dlock_permits_acquire(dlock_permits *p, int64_t wait_ms, int64_t lease_ms,
                                        dlock_permit_id *out);
 

@@ -283,7 +283,8 @@ typedef struct dlock__wait_ops {
     /* Optional, for objects that hand out amounts (permits): how much a message says is
      * available, and how much a waiter needs. With both, a message wakes the oldest
      * waiters whose needs fit in the supply, and stops at the first that does not fit: a
-     * later, smaller request never overtakes an earlier, larger one of this client. */
+     * message never wakes a later, smaller request of this client ahead of an earlier,
+     * larger one. (Attempts not caused by a message, first ones and hints, go ahead.) */
     bool (*supply)(const char *msg, size_t len, int64_t *available);
     int64_t (*need)(const dlock__waiter *w);
 } dlock__wait_ops;

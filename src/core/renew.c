@@ -299,8 +299,8 @@ void dlock__lease_held(dlock__lease *l, int64_t sent_at_ms) {
 int dlock__lease_lost_reason(const dlock__lease *l) { return l->lost_reason; }
 
 void dlock__lease_drop(dlock__lease *l) {
-    if (!l)
-        return;
+    if (!l || l->state == L_GONE)
+        return; /* already out (e.g. dropped from inside its own lost callback) */
     dlock__renew *r = &l->client->renew;
     bool was_head = r->held_head == l;
     unlink_lease(r, l);

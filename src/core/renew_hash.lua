@@ -8,7 +8,9 @@
 -- Reply: an array of n integers, 1 = renewed, 0 = gone (the lease is lost).
 local renewed = {}
 for i = 1, #KEYS do
-    if redis.call('hexists', KEYS[i], ARGV[1 + i]) == 1 then
+    -- a key that is no longer a hash (overwritten by someone) is gone for us, and must
+    -- not fail the batch with WRONGTYPE
+    if redis.call('type', KEYS[i])['ok'] == 'hash' and redis.call('hexists', KEYS[i], ARGV[1 + i]) == 1 then
         redis.call('pexpire', KEYS[i], ARGV[1])
         renewed[i] = 1
     else

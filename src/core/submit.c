@@ -187,7 +187,11 @@ static void free_start(dlock__op *o) {
     handle_free_on_loop(h);
 }
 
-static void free_heap_op(dlock__op *o) { dlock__free(o); }
+static void free_heap_op(dlock__op *o) {
+    if (o->status != DLOCK_OK) /* the client closed before the free started: do it now */
+        handle_free_on_loop(((free_op *)o)->target);
+    dlock__free(o);
+}
 
 void dlock__handle_free(dlock__handle *h) {
     dlock_client *c = h->client;

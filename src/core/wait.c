@@ -285,7 +285,8 @@ void dlock__wait_result(dlock__waiter *w, int status, int64_t hint_ms) {
         finish(w, status);
         return;
     }
-    w->woken = false; /* its wake was used up by this attempt: someone else got in first */
+    /* A waiter that leaves now hands its wake (if it has one) to the next sleeper: for a
+     * semaphore it may have been the larger request that kept a smaller one asleep. */
     if (w->canceled) {
         finish(w, DLOCK_ECANCELED);
         return;
@@ -294,6 +295,7 @@ void dlock__wait_result(dlock__waiter *w, int status, int64_t hint_ms) {
         finish(w, DLOCK_ETIMEDOUT);
         return;
     }
+    w->woken = false; /* it stays: its wake was used up, someone else got in first */
     if (!w->queue) {
         int rc = join(w);
         if (rc != DLOCK_OK) {

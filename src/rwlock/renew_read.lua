@@ -18,7 +18,10 @@ end
 local renewed = {}
 for i = 1, #KEYS do
     local field = ARGV[1 + i]
-    local holds = tonumber(redis.call('hget', KEYS[i], field))
+    local holds = nil
+    if redis.call('type', KEYS[i])['ok'] == 'hash' then -- else gone, without failing the batch
+        holds = tonumber(redis.call('hget', KEYS[i], field))
+    end
     if holds then
         for k = 1, holds do
             redis.call('set', base(KEYS[i]) .. ':' .. field .. ':rwlock_timeout:' .. k, 1, 'px', ARGV[1])

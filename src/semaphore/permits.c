@@ -279,7 +279,9 @@ int dlock_permits_acquire(dlock_permits *p, int64_t wait_ms, int64_t lease_ms,
     op.wait_ms = wait_ms;
     dlock__random_bytes(op.id, ID_BYTES);
     rc = dlock__op_run(&op.op);
-    if (rc == DLOCK_OK)
+    /* On DLOCK_ECONN the permit may have been taken all the same: with its id the caller
+     * can give it back (a release by id is safe to repeat, and says ENOTOWNER if not). */
+    if (rc == DLOCK_OK || rc == DLOCK_ECONN)
         id_to_hex(op.id, out);
     return rc;
 }
