@@ -25,56 +25,11 @@
 #include <string.h>
 
 #include "core.h"
+#include "core_call.h"
 #include "redis_fixture.h"
 #include "test_util.h"
 
 #define BUDGET_S 30
-
-/* ---- running code on the loop thread ----------------------------------------------------- */
-
-typedef void (*loop_fn)(dlock_client *c, void *arg);
-typedef struct loop_op {
-    dlock__op op;
-    loop_fn fn;
-    void *arg;
-} loop_op;
-
-static void loop_op_start(dlock__op *op) {
-    loop_op *o = DLOCK__CONTAINER_OF(op, loop_op, op);
-    o->fn(op->client, o->arg);
-    dlock__op_complete(op, DLOCK_OK);
-}
-
-/* Runs fn(c, arg) on c's loop thread and waits for it. */
-static void on_loop(dlock_client *c, loop_fn fn, void *arg) {
-    loop_op o;
-    dlock__op_init(&o.op, c, loop_op_start);
-    o.fn = fn;
-    o.arg = arg;
-    assert_int_equal(dlock__op_run(&o.op), DLOCK_OK);
-}
-
-/* Polls cond every 2 ms until it holds or timeout_ms passed; ok says which. */
-#define POLL_UNTIL(ok, cond, timeout_ms)                                                           \
-    do {                                                                                           \
-        int64_t until_ = test_now_ms() + (timeout_ms);                                             \
-        for (;;) {                                                                                 \
-            if (cond) {                                                                            \
-                (ok) = true;                                                                       \
-                break;                                                                             \
-            }                                                                                      \
-            if (test_now_ms() >= until_) {                                                         \
-                (ok) = (cond);                                                                     \
-                break;                                                                             \
-            }                                                                                      \
-            test_sleep_ms(2);                                                                      \
-        }                                                                                          \
-    } while (0)
-
-/* Bounds for "soon": generous on CI, wider under valgrind. */
-static int64_t soon_ms(int64_t ms) {
-    return test_under_valgrind() ? ms * 20 : ms;
-}
 
 /* ---- the listeners under test ------------------------------------------------------------ */
 
@@ -257,7 +212,7 @@ static void test_listener_gets_on_ready_then_every_message_byte_for_byte(void **
     int64_t t0 = test_now_ms();
     listen_one(w->c, &one);
     bool ok = false;
-    POLL_UNTIL(ok, probe_ready(&one) >= 1, soon_ms(2000));
+    POLL_UNTIL(ok, probe_ready(&one) >= 1, test_slack_ms(2000));
     assert_true(ok);
     int64_t confirmed_in = test_now_ms() - t0;
     /* on_ready means the server has us: a PUBLISH now reaches exactly one subscriber */
@@ -268,7 +223,7 @@ static void test_listener_gets_on_ready_then_every_message_byte_for_byte(void **
     const size_t len = sizeof(payload) - 1;
     int64_t sent = test_now_ms();
     assert_int_equal(publish(w->f, one.channel, payload, len), 1);
-    POLL_UNTIL(ok, probe_messages(&one) == 1, soon_ms(1000));
+    POLL_UNTIL(ok, probe_messages(&one) == 1, test_slack_ms(1000));
     assert_true(ok);
     pthread_mutex_lock(&probes_mu);
     assert_int_equal(one.payload_len, len);
@@ -278,7 +233,7 @@ static void test_listener_gets_on_ready_then_every_message_byte_for_byte(void **
 
     /* one more, and no duplicate of either */
     assert_int_equal(publish(w->f, one.channel, "2", 1), 1);
-    POLL_UNTIL(ok, probe_messages(&one) == 2, soon_ms(1000));
+    POLL_UNTIL(ok, probe_messages(&one) == 2, test_slack_ms(1000));
     assert_true(ok);
     test_sleep_ms(50);
     assert_int_equal(probe_messages(&one), 2);
@@ -307,7 +262,7 @@ static void test_two_listeners_share_one_subscription_and_both_get_each_message(
 
     listen_one(w->c, &one);
     bool ok = false;
-    POLL_UNTIL(ok, probe_ready(&one) == 1, soon_ms(2000));
+    POLL_UNTIL(ok, probe_ready(&one) == 1, test_slack_ms(2000));
     assert_true(ok);
     listen_one(w->c, &two);
     /* the channel is already confirmed: the second listener is ready at once */
@@ -319,13 +274,13 @@ static void test_two_listeners_share_one_subscription_and_both_get_each_message(
                      1);
 
     assert_int_equal(publish(w->f, "ps:{shared}", "m1", 2), 1); /* one connection */
-    POLL_UNTIL(ok, probe_messages(&one) == 1 && probe_messages(&two) == 1, soon_ms(1000));
+    POLL_UNTIL(ok, probe_messages(&one) == 1 && probe_messages(&two) == 1, test_slack_ms(1000));
     assert_true(ok);
 
     /* one leaves: the other still hears, the one gone does not */
     unlisten_one(w->c, &one);
     assert_int_equal(publish(w->f, "ps:{shared}", "m2", 2), 1);
-    POLL_UNTIL(ok, probe_messages(&two) == 2, soon_ms(1000));
+    POLL_UNTIL(ok, probe_messages(&two) == 2, test_slack_ms(1000));
     assert_true(ok);
     test_sleep_ms(30);
     assert_int_equal(probe_messages(&one), 1);
@@ -333,7 +288,7 @@ static void test_two_listeners_share_one_subscription_and_both_get_each_message(
 
     /* both gone: the server forgets the channel */
     unlisten_one(w->c, &two);
-    POLL_UNTIL(ok, active_channels(w->f) == 0, soon_ms(500));
+    POLL_UNTIL(ok, active_channels(w->f) == 0, test_slack_ms(500));
     assert_true(ok);
     assert_int_equal(publish(w->f, "ps:{shared}", "m3", 2), 0);
     test_sleep_ms(30);
@@ -355,7 +310,7 @@ static void test_leaving_and_listening_again_during_unsubscribe_ends_subscribed(
     probe_reset(&one, "ps:{flap}");
     listen_one(w->c, &one);
     bool ok = false;
-    POLL_UNTIL(ok, probe_ready(&one) == 1, soon_ms(2000));
+    POLL_UNTIL(ok, probe_ready(&one) == 1, test_slack_ms(2000));
     assert_true(ok);
     long long unsubscribes_before =
         redis_fixture_info_int(w->f, "commandstats", "cmdstat_unsubscribe.calls");
@@ -363,14 +318,14 @@ static void test_leaving_and_listening_again_during_unsubscribe_ends_subscribed(
     for (int round = 1; round <= 3; round++) {
         on_loop(w->c, leave_and_come_back, &one);
         /* the UNSUBSCRIBE is answered, then the channel is subscribed again */
-        POLL_UNTIL(ok, probe_ready(&one) == 1 + round, soon_ms(2000));
+        POLL_UNTIL(ok, probe_ready(&one) == 1 + round, test_slack_ms(2000));
         assert_true(ok);
         assert_true(listener_ready(w->c, &one));
         assert_int_equal(numsub(w->f, "ps:{flap}"), 1);
         char msg[16];
         int len = snprintf(msg, sizeof(msg), "round %d", round);
         assert_int_equal(publish(w->f, "ps:{flap}", msg, (size_t)len), 1);
-        POLL_UNTIL(ok, probe_messages(&one) == round, soon_ms(1000));
+        POLL_UNTIL(ok, probe_messages(&one) == round, test_slack_ms(1000));
         assert_true(ok);
         pthread_mutex_lock(&probes_mu);
         assert_int_equal(one.payload_len, (size_t)len);
@@ -382,7 +337,7 @@ static void test_leaving_and_listening_again_during_unsubscribe_ends_subscribed(
                          unsubscribes_before,
                      3);
     unlisten_one(w->c, &one);
-    POLL_UNTIL(ok, active_channels(w->f) == 0, soon_ms(500));
+    POLL_UNTIL(ok, active_channels(w->f) == 0, test_slack_ms(500));
     assert_true(ok);
 }
 
@@ -403,16 +358,16 @@ static void test_leaving_the_last_channel_while_joining_another_keeps_delivering
     probe_reset(&two, "ps:{second}");
     listen_one(w->c, &one);
     bool ok = false;
-    POLL_UNTIL(ok, probe_ready(&one) == 1, soon_ms(2000));
+    POLL_UNTIL(ok, probe_ready(&one) == 1, test_slack_ms(2000));
     assert_true(ok);
 
     on_loop(w->c, swap_channels, NULL);
-    POLL_UNTIL(ok, probe_ready(&two) == 1, soon_ms(2000));
+    POLL_UNTIL(ok, probe_ready(&two) == 1, test_slack_ms(2000));
     assert_true(ok);
     assert_int_equal(numsub(w->f, "ps:{second}"), 1);
     assert_int_equal(numsub(w->f, "ps:{first}"), 0);
     assert_int_equal(publish(w->f, "ps:{second}", "after", 5), 1);
-    POLL_UNTIL(ok, probe_messages(&two) == 1, soon_ms(1000));
+    POLL_UNTIL(ok, probe_messages(&two) == 1, test_slack_ms(1000));
     assert_true(ok);
     unlisten_one(w->c, &two);
 }
@@ -427,15 +382,15 @@ static void test_killed_subscriber_connection_comes_back_ready_and_delivering(vo
     on_loop(w->c, listen_all, &pl);
     assert_int_equal(pl.rc, DLOCK_OK);
     bool ok = false;
-    POLL_UNTIL(ok, probe_ready(&one) == 1 && probe_ready(&two) == 1, soon_ms(2000));
+    POLL_UNTIL(ok, probe_ready(&one) == 1 && probe_ready(&two) == 1, test_slack_ms(2000));
     assert_true(ok);
     assert_int_equal(publish(w->f, "ps:{survivor}", "before", 6), 1);
-    POLL_UNTIL(ok, probe_messages(&one) == 1, soon_ms(1000));
+    POLL_UNTIL(ok, probe_messages(&one) == 1, test_slack_ms(1000));
     assert_true(ok);
 
     int64_t killed_at = test_now_ms();
     assert_int_equal(redis_fixture_client_kill_type(w->f, "pubsub"), 1);
-    POLL_UNTIL(ok, probe_ready(&one) == 2 && probe_ready(&two) == 2, soon_ms(3000));
+    POLL_UNTIL(ok, probe_ready(&one) == 2 && probe_ready(&two) == 2, test_slack_ms(3000));
     assert_true(ok);
     int64_t back_in = test_now_ms() - killed_at;
     assert_int_equal(numsub(w->f, "ps:{survivor}"), 1);
@@ -443,7 +398,7 @@ static void test_killed_subscriber_connection_comes_back_ready_and_delivering(vo
 
     assert_int_equal(publish(w->f, "ps:{survivor}", "after", 5), 1);
     assert_int_equal(publish(w->f, "ps:{survivor2}", "after2", 6), 1);
-    POLL_UNTIL(ok, probe_messages(&one) == 2 && probe_messages(&two) == 1, soon_ms(1000));
+    POLL_UNTIL(ok, probe_messages(&one) == 2 && probe_messages(&two) == 1, test_slack_ms(1000));
     assert_true(ok);
     pthread_mutex_lock(&probes_mu);
     assert_int_equal(one.payload_len, 5);
@@ -453,7 +408,7 @@ static void test_killed_subscriber_connection_comes_back_ready_and_delivering(vo
     assert_int_equal(probe_ready(&one), 2); /* once per confirmation, no more */
 
     on_loop(w->c, unlisten_all, &pl);
-    POLL_UNTIL(ok, active_channels(w->f) == 0, soon_ms(500));
+    POLL_UNTIL(ok, active_channels(w->f) == 0, test_slack_ms(500));
     assert_true(ok);
     printf("# subscriptions back %lld ms after CLIENT KILL\n", (long long)back_in);
 }
@@ -521,7 +476,7 @@ static void many_channels_all_deliver(world *w, const char *how, long long other
     on_loop(w->c, listen_all, &pl);
     assert_int_equal(pl.rc, DLOCK_OK);
     bool ok = false;
-    POLL_UNTIL(ok, count_ready_once(n) == n, soon_ms(5000));
+    POLL_UNTIL(ok, count_ready_once(n) == n, test_slack_ms(5000));
     assert_true(ok);
     int64_t ready_in = test_now_ms() - t0;
     assert_all_subscribed(w->f, n);
@@ -531,7 +486,7 @@ static void many_channels_all_deliver(world *w, const char *how, long long other
     for (size_t i = 0; i < n; i++)
         delivered += publish(w->f, many_names[i], many_names[i], strlen(many_names[i])) == 1;
     assert_int_equal(delivered, n);
-    POLL_UNTIL(ok, count_with_messages(n, 1) == n, soon_ms(5000));
+    POLL_UNTIL(ok, count_with_messages(n, 1) == n, test_slack_ms(5000));
     assert_true(ok);
     pthread_mutex_lock(&probes_mu);
     size_t exact = 0;
@@ -542,7 +497,7 @@ static void many_channels_all_deliver(world *w, const char *how, long long other
     assert_int_equal(exact, n); /* each got its own channel's message, not a neighbour's */
 
     on_loop(w->c, unlisten_all, &pl);
-    POLL_UNTIL(ok, active_channels(w->f) == others, soon_ms(2000));
+    POLL_UNTIL(ok, active_channels(w->f) == others, test_slack_ms(2000));
     assert_true(ok);
     printf("# %zu channels (%s) confirmed in %lld ms\n", n, how, (long long)ready_in);
 }
@@ -563,14 +518,14 @@ test_thousand_channels_at_once_on_a_ready_connection_all_subscribe_and_deliver(v
     probe_reset(&one, "ps:{opener}");
     listen_one(w->c, &one);
     bool ok = false;
-    POLL_UNTIL(ok, probe_ready(&one) == 1, soon_ms(2000));
+    POLL_UNTIL(ok, probe_ready(&one) == 1, test_slack_ms(2000));
     assert_true(ok);
     /* the connection is up: each listen sends its own SUBSCRIBE, all in one write */
     many_channels_all_deliver(w, "ready connection", 1);
     /* the channel that was there before is untouched by the many leaving */
     assert_int_equal(numsub(w->f, "ps:{opener}"), 1);
     assert_int_equal(publish(w->f, "ps:{opener}", "still", 5), 1);
-    POLL_UNTIL(ok, probe_messages(&one) == 1, soon_ms(1000));
+    POLL_UNTIL(ok, probe_messages(&one) == 1, test_slack_ms(1000));
     assert_true(ok);
     unlisten_one(w->c, &one);
 }

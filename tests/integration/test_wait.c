@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "core.h"
+#include "core_call.h"
 #include "redis_fixture.h"
 #include "test_util.h"
 
@@ -34,52 +35,6 @@
 #ifndef DLOCK_FOREVER
 #define DLOCK_FOREVER (-1) /* dlock/lock.h's "no deadline", as dlock__wait_start takes it */
 #endif
-
-/* ---- running code on the loop thread ----------------------------------------------------- */
-
-typedef void (*loop_fn)(dlock_client *c, void *arg);
-typedef struct loop_op {
-    dlock__op op;
-    loop_fn fn;
-    void *arg;
-} loop_op;
-
-static void loop_op_start(dlock__op *op) {
-    loop_op *o = DLOCK__CONTAINER_OF(op, loop_op, op);
-    o->fn(op->client, o->arg);
-    dlock__op_complete(op, DLOCK_OK);
-}
-
-/* Runs fn(c, arg) on c's loop thread and waits for it. */
-static void on_loop(dlock_client *c, loop_fn fn, void *arg) {
-    loop_op o;
-    dlock__op_init(&o.op, c, loop_op_start);
-    o.fn = fn;
-    o.arg = arg;
-    assert_int_equal(dlock__op_run(&o.op), DLOCK_OK);
-}
-
-/* Polls cond every 2 ms until it holds or timeout_ms passed; ok says which. */
-#define POLL_UNTIL(ok, cond, timeout_ms)                                                           \
-    do {                                                                                           \
-        int64_t until_ = test_now_ms() + (timeout_ms);                                             \
-        for (;;) {                                                                                 \
-            if (cond) {                                                                            \
-                (ok) = true;                                                                       \
-                break;                                                                             \
-            }                                                                                      \
-            if (test_now_ms() >= until_) {                                                         \
-                (ok) = (cond);                                                                     \
-                break;                                                                             \
-            }                                                                                      \
-            test_sleep_ms(2);                                                                      \
-        }                                                                                          \
-    } while (0)
-
-/* Upper bounds of timing claims: as given normally, far wider under valgrind. */
-static int64_t slack_ms(int64_t ms) {
-    return test_under_valgrind() ? ms * 20 : ms;
-}
 
 /* ---- the test waiter ------------------------------------------------------------------------ */
 
@@ -353,7 +308,7 @@ static bool settled(test_waiter **ws, size_t n, int min_attempts) {
 
 static void wait_settled(test_waiter **ws, size_t n, int min_attempts) {
     bool ok = false;
-    POLL_UNTIL(ok, settled(ws, n, min_attempts), slack_ms(2000));
+    POLL_UNTIL(ok, settled(ws, n, min_attempts), test_slack_ms(2000));
     assert_true(ok);
 }
 
@@ -465,7 +420,7 @@ static void test_busy_waiter_sleeps_until_a_publish_wakes_it_within_100_ms(void 
     int64_t freed_at;
     release(w->f, t->key, t->channel, &freed_at);
     bool ok = false;
-    POLL_UNTIL(ok, done_calls_of(t) == 1, slack_ms(1000));
+    POLL_UNTIL(ok, done_calls_of(t) == 1, test_slack_ms(1000));
     assert_true(ok);
     seen s = look(t);
     assert_int_equal(s.done_status, DLOCK_OK);
@@ -473,7 +428,7 @@ static void test_busy_waiter_sleeps_until_a_publish_wakes_it_within_100_ms(void 
     assert_int_equal(s.woken_attempts, 1);
     int64_t took = s.done_ms - freed_at;
     assert_true(took >= 0);
-    assert_true(took <= slack_ms(100));
+    assert_true(took <= test_slack_ms(100));
     printf("# obtained %lld ms after the key appeared and the message went out\n", (long long)took);
 }
 
@@ -484,7 +439,7 @@ static void test_wait_zero_makes_one_attempt_and_times_out_without_subscribing(v
     test_waiter *t = waiter_reset(0, "w:{zero}", "w:{zero}:ch", 0, 30000, &ops_wake_one);
     start_waiters(w->c, &t, 1);
     bool ok = false;
-    POLL_UNTIL(ok, done_calls_of(t) == 1, slack_ms(1000));
+    POLL_UNTIL(ok, done_calls_of(t) == 1, test_slack_ms(1000));
     assert_true(ok);
     test_sleep_ms(50);
     seen s = look(t);
@@ -502,7 +457,7 @@ static void test_wait_zero_makes_one_attempt_and_times_out_without_subscribing(v
     set_key(w->f, "w:{zero}");
     t = waiter_reset(1, "w:{zero}", "w:{zero}:ch", 0, 30000, &ops_wake_one);
     start_waiters(w->c, &t, 1);
-    POLL_UNTIL(ok, done_calls_of(t) == 1, slack_ms(1000));
+    POLL_UNTIL(ok, done_calls_of(t) == 1, test_slack_ms(1000));
     assert_true(ok);
     assert_int_equal(look(t).done_status, DLOCK_OK);
     assert_int_equal(look(t).attempts, 1);
@@ -516,13 +471,13 @@ static void test_wait_300_ms_on_an_object_never_freed_times_out_after_300_to_600
     int64_t t0 = test_now_ms();
     start_waiters(w->c, &t, 1);
     bool ok = false;
-    POLL_UNTIL(ok, done_calls_of(t) == 1, slack_ms(2000));
+    POLL_UNTIL(ok, done_calls_of(t) == 1, test_slack_ms(2000));
     assert_true(ok);
     seen s = look(t);
     assert_int_equal(s.done_status, DLOCK_ETIMEDOUT);
     assert_true(s.done_ms - s.started_ms >= 300); /* never early */
     int64_t took = s.done_ms - t0;
-    assert_true(took <= slack_ms(600));
+    assert_true(took <= test_slack_ms(600));
     /* the first try, one once subscribed, one at the deadline */
     assert_int_equal(s.attempts, 3);
     printf("# timed out after %lld ms\n", (long long)took);
@@ -535,7 +490,7 @@ static void test_waiting_without_a_hint_does_not_poll_the_server(void **state) {
     long long before = redis_fixture_info_int(w->f, "stats", "total_commands_processed");
     start_waiters(w->c, &t, 1);
     bool ok = false;
-    POLL_UNTIL(ok, done_calls_of(t) == 1, slack_ms(3000));
+    POLL_UNTIL(ok, done_calls_of(t) == 1, test_slack_ms(3000));
     assert_true(ok);
     test_sleep_ms(20); /* let the UNSUBSCRIBE land */
     long long after = redis_fixture_info_int(w->f, "stats", "total_commands_processed");
@@ -558,12 +513,12 @@ static void test_lost_message_costs_one_hint_then_the_waiter_obtains(void **stat
     test_waiter *t = waiter_reset(0, "w:{lost}", "w:{lost}:ch", 20000, hint, &ops_wake_one);
     start_waiters(w->c, &t, 1);
     bool ok = false;
-    POLL_UNTIL(ok, look(t).replies == 2, slack_ms(2000));
+    POLL_UNTIL(ok, look(t).replies == 2, test_slack_ms(2000));
     assert_true(ok);
     /* freed, but the message is lost: only the hint brings the waiter back */
     set_key(w->f, t->key);
     assert_int_equal(attempts_of(t), 2); /* the key appeared before the retry */
-    POLL_UNTIL(ok, done_calls_of(t) == 1, slack_ms(2000));
+    POLL_UNTIL(ok, done_calls_of(t) == 1, test_slack_ms(2000));
     assert_true(ok);
     pthread_mutex_lock(&mu);
     int64_t slept = t->attempt_ms[2] - t->reply_ms[1];
@@ -572,7 +527,7 @@ static void test_lost_message_costs_one_hint_then_the_waiter_obtains(void **stat
     assert_int_equal(s.done_status, DLOCK_OK);
     assert_int_equal(s.attempts, 3);
     assert_true(slept >= hint - 1); /* the hint, not sooner (ms clock granularity) */
-    assert_true(slept <= hint + slack_ms(150));
+    assert_true(slept <= hint + test_slack_ms(150));
     printf("# retried %lld ms after the busy answer (hint %lld ms)\n", (long long)slept,
            (long long)hint);
 }
@@ -589,7 +544,7 @@ static void test_message_during_an_attempt_makes_the_busy_waiter_try_again_not_s
     assert_non_null(r);
     freeReplyObject(r);
     bool ok = false;
-    POLL_UNTIL(ok, attempts_of(t) == 3, slack_ms(1000));
+    POLL_UNTIL(ok, attempts_of(t) == 3, test_slack_ms(1000));
     assert_true(ok);
     /* the attempt found it busy; before that answer is in, the object is freed and the
      * message arrives: the waiter must not go to sleep on the stale "busy" */
@@ -598,7 +553,7 @@ static void test_message_during_an_attempt_makes_the_busy_waiter_try_again_not_s
     release(w->f, t->key, t->channel, NULL);
     /* the release came while "busy" was held back: the case under test */
     assert_int_equal(look(t).replies, 2);
-    POLL_UNTIL(ok, done_calls_of(t) == 1, 2 * race_hold_ms() + slack_ms(1000));
+    POLL_UNTIL(ok, done_calls_of(t) == 1, 2 * race_hold_ms() + test_slack_ms(1000));
     assert_true(ok);
     seen s = look(t);
     assert_int_equal(s.done_status, DLOCK_OK);
@@ -622,7 +577,7 @@ static void test_waiters_attempt_again_when_their_killed_subscription_comes_back
      * wake_count 1, as nothing was said) */
     assert_int_equal(redis_fixture_client_kill_type(w->f, "pubsub"), 1);
     bool ok = false;
-    POLL_UNTIL(ok, done_calls_of(ws[0]) == 1 && done_calls_of(ws[1]) == 1, slack_ms(3000));
+    POLL_UNTIL(ok, done_calls_of(ws[0]) == 1 && done_calls_of(ws[1]) == 1, test_slack_ms(3000));
     assert_true(ok);
     assert_int_equal(look(ws[0]).done_status, DLOCK_OK);
     assert_int_equal(look(ws[1]).done_status, DLOCK_OK);
@@ -647,9 +602,9 @@ static void test_one_message_with_wake_count_1_wakes_exactly_one_of_three_sleepe
     freeReplyObject(r);
     bool ok = false;
     POLL_UNTIL(ok, attempts_of(ws[0]) + attempts_of(ws[1]) + attempts_of(ws[2]) >= 7,
-               slack_ms(1000));
+               test_slack_ms(1000));
     assert_true(ok);
-    test_sleep_ms(slack_ms(300));
+    test_sleep_ms(test_slack_ms(300));
     assert_int_equal(attempts_of(ws[0]), 3); /* the oldest sleeper */
     assert_int_equal(look(ws[0]).woken_attempts, 1);
     assert_int_equal(attempts_of(ws[1]), 2);
@@ -659,7 +614,7 @@ static void test_one_message_with_wake_count_1_wakes_exactly_one_of_three_sleepe
 
     cancel_waiters(w->c, ws, 3);
     POLL_UNTIL(ok, done_calls_of(ws[0]) + done_calls_of(ws[1]) + done_calls_of(ws[2]) == 3,
-               slack_ms(1000));
+               test_slack_ms(1000));
     assert_true(ok);
     for (int i = 0; i < 3; i++)
         assert_int_equal(look(ws[i]).done_status, DLOCK_ECANCELED);
@@ -683,7 +638,7 @@ static void test_one_message_with_wake_count_all_or_null_wakes_all_three_sleeper
     assert_non_null(r);
     freeReplyObject(r);
     bool ok = false;
-    POLL_UNTIL(ok, settled(ws, 6, 3), slack_ms(1000));
+    POLL_UNTIL(ok, settled(ws, 6, 3), test_slack_ms(1000));
     assert_true(ok);
     for (int i = 0; i < 6; i++) {
         assert_int_equal(attempts_of(ws[i]), 3);
@@ -693,7 +648,7 @@ static void test_one_message_with_wake_count_all_or_null_wakes_all_three_sleeper
     /* the same with the object free: all three of a channel obtain on one message */
     release(w->f, "w:{all}", "w:{all}:ch", NULL);
     POLL_UNTIL(ok, done_calls_of(ws[0]) + done_calls_of(ws[1]) + done_calls_of(ws[2]) == 3,
-               slack_ms(1000));
+               test_slack_ms(1000));
     assert_true(ok);
     for (int i = 0; i < 3; i++) {
         assert_int_equal(look(ws[i]).done_status, DLOCK_OK);
@@ -701,7 +656,7 @@ static void test_one_message_with_wake_count_all_or_null_wakes_all_three_sleeper
     }
     cancel_waiters(w->c, ws + 3, 3);
     POLL_UNTIL(ok, done_calls_of(ws[3]) + done_calls_of(ws[4]) + done_calls_of(ws[5]) == 3,
-               slack_ms(1000));
+               test_slack_ms(1000));
     assert_true(ok);
 }
 
@@ -759,7 +714,7 @@ test_supply_message_wakes_the_oldest_waiters_that_fit_and_stops_at_the_first_mis
                done_calls_of(ws[0]) + done_calls_of(ws[1]) + done_calls_of(ws[2]) +
                        done_calls_of(ws[3]) ==
                    4,
-               slack_ms(1000));
+               test_slack_ms(1000));
     assert_true(ok);
 }
 
@@ -780,11 +735,11 @@ static void test_woken_waiter_that_times_out_hands_its_wake_to_the_next_sleeper(
     release(w->f, "w:{handoff}", "w:{handoff}:ch", NULL);
 
     bool ok = false;
-    POLL_UNTIL(ok, done_calls_of(ws[0]) == 1, a_wait + slack_ms(1000));
+    POLL_UNTIL(ok, done_calls_of(ws[0]) == 1, a_wait + test_slack_ms(1000));
     assert_true(ok);
     assert_int_equal(look(ws[0]).done_status, DLOCK_ETIMEDOUT);
     assert_int_equal(look(ws[0]).woken_attempts, 1);
-    POLL_UNTIL(ok, done_calls_of(ws[1]) == 1, slack_ms(500));
+    POLL_UNTIL(ok, done_calls_of(ws[1]) == 1, test_slack_ms(500));
     if (!ok)
         printf("# B made %d attempts, C %d: the wake A did not use was dropped\n",
                attempts_of(ws[1]), attempts_of(ws[2]));
@@ -795,7 +750,7 @@ static void test_woken_waiter_that_times_out_hands_its_wake_to_the_next_sleeper(
     assert_int_equal(attempts_of(ws[2]), 2);
     assert_int_equal(done_calls_of(ws[2]), 0);
     cancel_waiters(w->c, ws + 2, 1);
-    POLL_UNTIL(ok, done_calls_of(ws[2]) == 1, slack_ms(1000));
+    POLL_UNTIL(ok, done_calls_of(ws[2]) == 1, test_slack_ms(1000));
     assert_true(ok);
 }
 
@@ -813,15 +768,15 @@ test_woken_waiter_canceled_during_its_attempt_hands_its_wake_to_the_next_sleeper
     wait_settled(ws, 3, 2);
     release(w->f, "w:{handoff2}", "w:{handoff2}:ch", NULL);
     bool ok = false;
-    POLL_UNTIL(ok, look(ws[0]).woken_attempts == 1, slack_ms(1000));
+    POLL_UNTIL(ok, look(ws[0]).woken_attempts == 1, test_slack_ms(1000));
     assert_true(ok);
     cancel_waiters(w->c, ws, 1); /* its answer is held back: still in flight */
     assert_int_equal(done_calls_of(ws[0]), 0);
 
-    POLL_UNTIL(ok, done_calls_of(ws[0]) == 1, slack_ms(1000));
+    POLL_UNTIL(ok, done_calls_of(ws[0]) == 1, test_slack_ms(1000));
     assert_true(ok);
     assert_int_equal(look(ws[0]).done_status, DLOCK_ECANCELED);
-    POLL_UNTIL(ok, done_calls_of(ws[1]) == 1, slack_ms(500));
+    POLL_UNTIL(ok, done_calls_of(ws[1]) == 1, test_slack_ms(500));
     if (!ok)
         printf("# B made %d attempts, C %d: the wake A did not use was dropped\n",
                attempts_of(ws[1]), attempts_of(ws[2]));
@@ -830,7 +785,7 @@ test_woken_waiter_canceled_during_its_attempt_hands_its_wake_to_the_next_sleeper
     test_sleep_ms(50);
     assert_int_equal(attempts_of(ws[2]), 2);
     cancel_waiters(w->c, ws + 2, 1);
-    POLL_UNTIL(ok, done_calls_of(ws[2]) == 1, slack_ms(1000));
+    POLL_UNTIL(ok, done_calls_of(ws[2]) == 1, test_slack_ms(1000));
     assert_true(ok);
 }
 
@@ -847,7 +802,7 @@ static void test_woken_waiter_whose_attempt_fails_hands_its_wake_to_the_next_sle
     release(w->f, "w:{fail}", "w:{fail}:ch", NULL);
 
     bool ok = false;
-    POLL_UNTIL(ok, done_calls_of(ws[0]) == 1 && done_calls_of(ws[1]) == 1, slack_ms(1000));
+    POLL_UNTIL(ok, done_calls_of(ws[0]) == 1 && done_calls_of(ws[1]) == 1, test_slack_ms(1000));
     assert_true(ok);
     assert_int_equal(look(ws[0]).done_status, DLOCK_ECONN); /* the attempt's error */
     assert_int_equal(look(ws[1]).done_status, DLOCK_OK);
@@ -855,7 +810,7 @@ static void test_woken_waiter_whose_attempt_fails_hands_its_wake_to_the_next_sle
     test_sleep_ms(50);
     assert_int_equal(attempts_of(ws[2]), 2); /* one wake, handed on once */
     cancel_waiters(w->c, ws + 2, 1);
-    POLL_UNTIL(ok, done_calls_of(ws[2]) == 1, slack_ms(1000));
+    POLL_UNTIL(ok, done_calls_of(ws[2]) == 1, test_slack_ms(1000));
     assert_true(ok);
 }
 
@@ -868,7 +823,7 @@ static void test_cancel_of_a_sleeping_waiter_ends_it_canceled_after_the_call_ret
     wait_settled(&t, 1, 2);
     cancel_waiters(w->c, &t, 1);
     bool ok = false;
-    POLL_UNTIL(ok, done_calls_of(t) == 1, slack_ms(1000));
+    POLL_UNTIL(ok, done_calls_of(t) == 1, test_slack_ms(1000));
     assert_true(ok);
     seen s = look(t);
     assert_int_equal(s.done_status, DLOCK_ECANCELED);
@@ -878,7 +833,7 @@ static void test_cancel_of_a_sleeping_waiter_ends_it_canceled_after_the_call_ret
     cancel_waiters(w->c, &t, 1);
     test_sleep_ms(50);
     assert_int_equal(done_calls_of(t), 1);
-    POLL_UNTIL(ok, active_channels(w->f) == 0, slack_ms(500));
+    POLL_UNTIL(ok, active_channels(w->f) == 0, test_slack_ms(500));
     assert_true(ok);
 }
 
@@ -898,7 +853,7 @@ static void test_cancel_during_an_attempt_waits_for_its_answer_and_keeps_a_succe
     assert_int_equal(done_calls_of(ws[0]), 0); /* its attempt has not answered yet */
     assert_int_equal(done_calls_of(ws[1]), 0);
     bool ok = false;
-    POLL_UNTIL(ok, done_calls_of(ws[0]) == 1 && done_calls_of(ws[1]) == 1, slack_ms(1000));
+    POLL_UNTIL(ok, done_calls_of(ws[0]) == 1 && done_calls_of(ws[1]) == 1, test_slack_ms(1000));
     assert_true(ok);
     assert_int_equal(look(ws[0]).done_status, DLOCK_OK); /* the attempt obtained it */
     assert_int_equal(look(ws[1]).done_status, DLOCK_ECANCELED);
@@ -920,17 +875,17 @@ static void test_queue_leaves_no_subscription_behind_when_every_waiter_is_done(v
     ws[4] = waiter_reset(4, "w:{gone-b}", "w:{gone-b}:ch", DLOCK_FOREVER, 100, &ops_wake_one);
     start_waiters(w->c, ws, 5);
     bool ok = false;
-    POLL_UNTIL(ok, active_channels(w->f) == 2, slack_ms(1000));
+    POLL_UNTIL(ok, active_channels(w->f) == 2, test_slack_ms(1000));
     assert_true(ok);
     release(w->f, "w:{gone-a}", "w:{gone-a}:ch", NULL);
     cancel_waiters(w->c, ws + 3, 1);
-    int64_t deadline = test_now_ms() + slack_ms(2000);
+    int64_t deadline = test_now_ms() + test_slack_ms(2000);
     POLL_UNTIL(ok, done_calls_of(ws[0]) + done_calls_of(ws[1]) + done_calls_of(ws[2]) == 3,
                deadline - test_now_ms());
     assert_true(ok);
     /* the last one, polling by its 100 ms hint, obtains once the key appears */
     set_key(w->f, "w:{gone-b}");
-    POLL_UNTIL(ok, done_calls_of(ws[3]) + done_calls_of(ws[4]) == 2, slack_ms(2000));
+    POLL_UNTIL(ok, done_calls_of(ws[3]) + done_calls_of(ws[4]) == 2, test_slack_ms(2000));
     assert_true(ok);
     assert_int_equal(look(ws[0]).done_status, DLOCK_OK);
     assert_int_equal(look(ws[1]).done_status, DLOCK_OK);
@@ -938,7 +893,7 @@ static void test_queue_leaves_no_subscription_behind_when_every_waiter_is_done(v
     assert_int_equal(look(ws[3]).done_status, DLOCK_ECANCELED);
     assert_int_equal(look(ws[4]).done_status, DLOCK_OK);
 
-    POLL_UNTIL(ok, active_channels(w->f) == 0, slack_ms(500));
+    POLL_UNTIL(ok, active_channels(w->f) == 0, test_slack_ms(500));
     assert_true(ok);
     core_view v = core_view_of(w->c);
     assert_int_equal(v.queues, 0);
@@ -974,7 +929,7 @@ static void test_client_free_ends_every_waiter_canceled_exactly_once(void **stat
     }
     /* nobody subscribed is left on the server either */
     bool ok = false;
-    POLL_UNTIL(ok, active_channels(w->f) == 0, slack_ms(1000));
+    POLL_UNTIL(ok, active_channels(w->f) == 0, test_slack_ms(1000));
     assert_true(ok);
 }
 

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "core.h"
+#include "core_call.h"
 #include "redis_fixture.h"
 #include "test_util.h"
 
@@ -36,52 +37,6 @@
 #define TICK_MS (WATCHDOG_MS / 3)
 #define RENEW_BATCH 100
 #define FIELD "test-owner:1"
-
-/* ---- running code on the loop thread ----------------------------------------------------- */
-
-typedef void (*loop_fn)(dlock_client *c, void *arg);
-typedef struct loop_op {
-    dlock__op op;
-    loop_fn fn;
-    void *arg;
-} loop_op;
-
-static void loop_op_start(dlock__op *op) {
-    loop_op *o = DLOCK__CONTAINER_OF(op, loop_op, op);
-    o->fn(op->client, o->arg);
-    dlock__op_complete(op, DLOCK_OK);
-}
-
-/* Runs fn(c, arg) on c's loop thread and waits for it. */
-static void on_loop(dlock_client *c, loop_fn fn, void *arg) {
-    loop_op o;
-    dlock__op_init(&o.op, c, loop_op_start);
-    o.fn = fn;
-    o.arg = arg;
-    assert_int_equal(dlock__op_run(&o.op), DLOCK_OK);
-}
-
-/* Polls cond every 2 ms until it holds or timeout_ms passed; ok says which. */
-#define POLL_UNTIL(ok, cond, timeout_ms)                                                           \
-    do {                                                                                           \
-        int64_t until_ = test_now_ms() + (timeout_ms);                                             \
-        for (;;) {                                                                                 \
-            if (cond) {                                                                            \
-                (ok) = true;                                                                       \
-                break;                                                                             \
-            }                                                                                      \
-            if (test_now_ms() >= until_) {                                                         \
-                (ok) = (cond);                                                                     \
-                break;                                                                             \
-            }                                                                                      \
-            test_sleep_ms(2);                                                                      \
-        }                                                                                          \
-    } while (0)
-
-/* Upper bounds of timing claims: as given normally, far wider under valgrind. */
-static int64_t slack_ms(int64_t ms) {
-    return test_under_valgrind() ? ms * 20 : ms;
-}
 
 /* ---- leases under test ---------------------------------------------------------------------- */
 
@@ -283,7 +238,7 @@ static renew_view renew_view_of(dlock_client *c) {
 
 /* Waits until at least `ticks` ticks have run and every command they sent is answered. */
 static renew_view wait_ticks_settled(dlock_client *c, uint64_t ticks) {
-    int64_t until = test_now_ms() + slack_ms(3000);
+    int64_t until = test_now_ms() + test_slack_ms(3000);
     for (;;) {
         renew_view v = renew_view_of(c);
         if (v.ticks >= ticks && v.inflight == 0 && v.pending == 0)
@@ -392,7 +347,7 @@ static void lease_taken_away_is_lost_once_within_a_tick(world *w, const char *ta
     int64_t taken_at = test_now_ms();
     vandal(w, leases[2].key);
     bool ok = false;
-    POLL_UNTIL(ok, lost_of(&leases[2]) == 1, TICK_MS + slack_ms(300));
+    POLL_UNTIL(ok, lost_of(&leases[2]) == 1, TICK_MS + test_slack_ms(300));
     int others_lost = total_lost(0, 5) - lost_of(&leases[2]);
     if (!ok || others_lost != 0) { /* say what happened */
         test_sleep_ms(WATCHDOG_MS);
@@ -405,7 +360,7 @@ static void lease_taken_away_is_lost_once_within_a_tick(world *w, const char *ta
     assert_true(ok);
     assert_int_equal(others_lost, 0);
     int64_t found_in = lost_ms_of(&leases[2]) - taken_at;
-    assert_true(found_in <= TICK_MS + slack_ms(200));
+    assert_true(found_in <= TICK_MS + test_slack_ms(200));
 
     /* the others go on for 3 more watchdog periods; lease 2 is not reported again */
     test_sleep_ms(3 * WATCHDOG_MS);
@@ -440,7 +395,7 @@ static void test_lease_whose_field_is_deleted_is_lost_once_within_a_tick(void **
     lease_taken_away_is_lost_once_within_a_tick(w, "hdel", delete_field_keep_key);
     /* a lost lease is not renewed: the other owner's hash runs out by its old TTL */
     bool ok = false;
-    POLL_UNTIL(ok, pttl(w->f, leases[2].key) == -2, slack_ms(2 * WATCHDOG_MS));
+    POLL_UNTIL(ok, pttl(w->f, leases[2].key) == -2, test_slack_ms(2 * WATCHDOG_MS));
     assert_true(ok);
 }
 
@@ -484,7 +439,7 @@ static void test_paused_server_makes_leases_lost_when_their_confirmed_time_runs_
     int64_t paused_at = test_now_ms();
 
     bool ok = false;
-    POLL_UNTIL(ok, count_lost_once(0, 3) == 3, WATCHDOG_MS + slack_ms(500));
+    POLL_UNTIL(ok, count_lost_once(0, 3) == 3, WATCHDOG_MS + test_slack_ms(500));
     int64_t seen_at = test_now_ms();
     int64_t first = INT64_MAX, last = 0;
     for (size_t i = 0; i < 3; i++) {
@@ -503,7 +458,7 @@ static void test_paused_server_makes_leases_lost_when_their_confirmed_time_runs_
         assert_true(first - paused_at >= WATCHDOG_MS - TICK_MS - 100);
     assert_true(first >= expires_at - (test_under_valgrind() ? 500 : 100));
     /* ...and no later than Redis could have given the lease to someone else */
-    assert_true(last <= expires_at + slack_ms(50));
+    assert_true(last <= expires_at + test_slack_ms(50));
 
     /* the renewals answered after the resume report nothing more */
     wait_ticks_settled(w->c, 0);
@@ -528,7 +483,7 @@ static void test_server_restarted_empty_makes_every_held_lease_lost(void **state
     int64_t restarted_at = test_now_ms();
     assert_int_equal(redis_fixture_restart(w->f), 0);
     bool ok = false;
-    POLL_UNTIL(ok, count_lost_once(0, n) == n, WATCHDOG_MS + slack_ms(1000));
+    POLL_UNTIL(ok, count_lost_once(0, n) == n, WATCHDOG_MS + test_slack_ms(1000));
     assert_true(ok);
     int64_t last = 0;
     for (size_t i = 0; i < n; i++)
@@ -571,10 +526,10 @@ static void test_dropped_lease_is_no_longer_renewed_and_its_key_expires(void **s
         assert_true(now >= 0);    /* 0: its last millisecond */
         assert_true(now <= prev); /* counts down: nobody renews it */
         prev = now;
-        assert_true(test_now_ms() - dropped_at <= WATCHDOG_MS + slack_ms(500));
+        assert_true(test_now_ms() - dropped_at <= WATCHDOG_MS + test_slack_ms(500));
     }
     int64_t expired_in = test_now_ms() - dropped_at;
-    assert_true(expired_in <= WATCHDOG_MS + slack_ms(500));
+    assert_true(expired_in <= WATCHDOG_MS + test_slack_ms(500));
     /* the other lease is still renewed, nothing is lost */
     assert_true(pttl(w->f, leases[1].key) > 0);
     test_sleep_ms(2 * TICK_MS);
@@ -594,7 +549,7 @@ static void test_dropped_lease_never_reports_lost_even_when_its_key_is_deleted(v
     delete_key(w, leases[0].key);
     delete_key(w, leases[1].key); /* the kept one: proves a deletion is noticed */
     bool ok = false;
-    POLL_UNTIL(ok, lost_of(&leases[1]) == 1, TICK_MS + slack_ms(300));
+    POLL_UNTIL(ok, lost_of(&leases[1]) == 1, TICK_MS + test_slack_ms(300));
     assert_true(ok);
     /* several watchdog periods later the dropped one has said nothing */
     test_sleep_ms(2 * WATCHDOG_MS);
@@ -627,7 +582,7 @@ static void test_lease_dropped_while_its_renewal_is_in_flight_never_reports_lost
     delete_key(w, leases[1].key);
     assert_int_equal(redis_fixture_pause(w->f), 0);
     bool ok = false;
-    POLL_UNTIL(ok, renew_view_of(w->c).ticks >= v.ticks + 1, slack_ms(2 * TICK_MS));
+    POLL_UNTIL(ok, renew_view_of(w->c).ticks >= v.ticks + 1, test_slack_ms(2 * TICK_MS));
     drop_in_flight d = {0};
     if (ok)
         on_loop(w->c, drop_first_while_renewing, &d);
@@ -637,7 +592,7 @@ static void test_lease_dropped_while_its_renewal_is_in_flight_never_reports_lost
     assert_true(d.inflight >= 1);
 
     /* its answer says "gone" for both: only the lease still held is reported */
-    POLL_UNTIL(ok, lost_of(&leases[1]) == 1, slack_ms(1000));
+    POLL_UNTIL(ok, lost_of(&leases[1]) == 1, test_slack_ms(1000));
     assert_true(ok);
     assert_int_equal(reason_of(&leases[1]), DLOCK_ELOST);
     test_sleep_ms(3 * TICK_MS);

@@ -101,3 +101,27 @@ void core_reply_free(core_reply *r) {
     free_elems(r);
     free(r);
 }
+
+typedef struct loop_op {
+    dlock__op op;
+    loop_fn fn;
+    void *arg;
+} loop_op;
+
+static void loop_op_start(dlock__op *op) {
+    loop_op *o = DLOCK__CONTAINER_OF(op, loop_op, op);
+    o->fn(op->client, o->arg);
+    dlock__op_complete(op, DLOCK_OK);
+}
+
+void on_loop(dlock_client *c, loop_fn fn, void *arg) {
+    loop_op o;
+    dlock__op_init(&o.op, c, loop_op_start);
+    o.fn = fn;
+    o.arg = arg;
+    int rc = dlock__op_run(&o.op);
+    if (rc != DLOCK_OK)
+        abort(); /* the client is closed: a broken test, not a result */
+}
+
+int64_t test_slack_ms(int64_t ms) { return test_under_valgrind() ? ms * 20 : ms; }

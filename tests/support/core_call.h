@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "dlock_int.h"
+#include "test_util.h"
 
 typedef struct core_reply {
     int status;        /* DLOCK_OK or the DLOCK_E* the core reported */
@@ -25,5 +26,30 @@ core_reply *core_call(dlock_client *c, unsigned flags, const char *const *argv);
 core_reply *core_script(dlock_client *c, enum dlock__script_id id, unsigned flags, int nkeys,
                         const char *const *args);
 void core_reply_free(core_reply *r);
+
+/* Runs fn(c, arg) on c's loop thread and waits for it (a test's way to call the core's
+ * loop-thread-only functions: dlock__listen, dlock__wait_start, dlock__lease_new ...). */
+typedef void (*loop_fn)(dlock_client *c, void *arg);
+void on_loop(dlock_client *c, loop_fn fn, void *arg);
+
+/* An upper bound of a timing claim: as given normally, 20x under valgrind. */
+int64_t test_slack_ms(int64_t ms);
+
+/* Polls cond every 2 ms until it holds or timeout_ms passed; ok says which. */
+#define POLL_UNTIL(ok, cond, timeout_ms)                                                           \
+    do {                                                                                           \
+        int64_t until_ = test_now_ms() + (timeout_ms);                                             \
+        for (;;) {                                                                                 \
+            if (cond) {                                                                            \
+                (ok) = true;                                                                       \
+                break;                                                                             \
+            }                                                                                      \
+            if (test_now_ms() >= until_) {                                                         \
+                (ok) = (cond);                                                                     \
+                break;                                                                             \
+            }                                                                                      \
+            test_sleep_ms(2);                                                                      \
+        }                                                                                          \
+    } while (0)
 
 #endif
