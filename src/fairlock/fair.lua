@@ -78,6 +78,13 @@ if op == 'acquire' then
                 redis.call('lpop', KEYS[2])
             end
             redis.call('zrem', KEYS[3], field)
+            -- The new first waiter last heard "free, but another is first", and sleeps until
+            -- its next refresh (fair_wait/3). If our lease ends sooner, tell it now, so its
+            -- next attempt learns when to look again.
+            local next = redis.call('lindex', KEYS[2], 0)
+            if next and tonumber(ARGV[2]) < math.floor(tonumber(ARGV[5]) / 3) then
+                redis.call('publish', KEYS[4] .. ':' .. next, 0)
+            end
             return take(believed)
         end
         -- free, but another waiter is first: make sure it knows

@@ -118,12 +118,14 @@ static void on_lease_lost(dlock__lease *lease, void *owner_ctx);
 static void acquire_attempt(dlock__waiter *w);
 static void acquire_done(dlock__waiter *w, int status);
 
-/* Loop thread: the handle's shared state, found or made on first use. Handles of one
- * name and kind share it. */
+/* Loop thread: the handle's shared state, found or made on first use. Every handle whose
+ * owners write the same fields of N shares it, whatever its kind (a fair and a plain
+ * handle of one name are one lock in Redis): the key is the name and the field suffix. */
 static lock_state *state_of(dlock_lock *l) {
     if (l->state)
         return l->state;
-    char *key = dlock__name_prefixed(l->kind->what, l->name);
+    char *key = dlock__name_prefixed(l->kind->field_suffix ? "lock-fields:write" : "lock-fields",
+                                     l->name);
     lock_state *st = key ? dlock__shared_get(l->client, key, sizeof(*st), state_destroy) : NULL;
     dlock__free(key);
     if (!st)
