@@ -200,11 +200,20 @@ static void leave(dlock__waiter *w) {
     queue_release_if_empty(q);
 }
 
+/* The waiter stops waiting without the object. For an object handed out in amounts it
+ * may have been the larger request that a message stopped at, keeping smaller ones
+ * asleep (queue_wake_supply): then the next sleeper looks now, not at its own hint. */
+static void give_up(dlock__waiter *w, int status) {
+    if (w->queue && w->ops->supply && w->ops->need)
+        w->woken = true; /* leave() hands it on */
+    finish(w, status);
+}
+
 static void on_timer(dlock__timer *t, void *arg) {
     (void)t;
     dlock__waiter *w = arg;
     if (w->canceled)
-        finish(w, DLOCK_ECANCELED);
+        give_up(w, DLOCK_ECANCELED);
     else
         attempt(w);
 }
@@ -285,14 +294,13 @@ void dlock__wait_result(dlock__waiter *w, int status, int64_t hint_ms) {
         finish(w, status);
         return;
     }
-    /* A waiter that leaves now hands its wake (if it has one) to the next sleeper: for a
-     * semaphore it may have been the larger request that kept a smaller one asleep. */
+    /* A waiter that leaves now hands its wake (if it has one) to the next sleeper. */
     if (w->canceled) {
-        finish(w, DLOCK_ECANCELED);
+        give_up(w, DLOCK_ECANCELED);
         return;
     }
     if (dlock__now_ms() >= w->deadline_ms) {
-        finish(w, DLOCK_ETIMEDOUT);
+        give_up(w, DLOCK_ETIMEDOUT);
         return;
     }
     w->woken = false; /* it stays: its wake was used up, someone else got in first */

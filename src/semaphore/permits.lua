@@ -18,6 +18,9 @@
 --                                          -> 1 updated, 0 unknown, released or expired
 --   'available'                            -> the available permits
 local NO_LEASE = '922337203685477'
+-- A count key of another type fails here, before anything is written: Redis does not roll
+-- a script back, so a later failure would leave a permit neither held nor in the pool.
+redis.call('get', KEYS[1])
 local time = redis.call('time')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 
