@@ -276,6 +276,7 @@ static void acquire_attempt(dlock__waiter *w) {
     dlock_lock *l = op->lock;
     hold *h = op->hold;
     dlock__lock_view v = view_of(l, h, op->lease_ms);
+    v.once = op->wait_ms == 0;
     dlock__args a = {0};
     int nkeys = l->kind->acquire_args(&v, &a);
     op->believed = h->count;

@@ -24,6 +24,7 @@ typedef struct dlock__lock_view {
     const char *field;     /* the owner's field, "<client-id>:<owner>" */
     int64_t believed;      /* the owner's holds as the client knows them */
     int64_t lease_ms;      /* the lease to set, ms (the watchdog's when held with it) */
+    bool once;             /* acquire: a single attempt (wait 0): it will not wait in line */
     void *data;            /* the kind's own per-handle data (its key names) */
 } dlock__lock_view;
 

@@ -17,7 +17,8 @@
 -- ARGV[1]  the operation: 'read', 'unread', 'force_read', 'write', 'unwrite',
 --          'force_write', 'leave' (a writer gave up waiting)
 -- ARGV[2]  lease ms; ARGV[3] the owner's field (the writer field for write operations);
--- ARGV[4]  the holds the client believes the owner has; ARGV[5] fair_wait ms (acquires)
+-- ARGV[4]  the holds the client believes the owner has; ARGV[5] fair_wait ms (acquires);
+-- ARGV[6]  'write' only: 1 for a single attempt (wait 0), which does not wait in line
 -- Replies as every lock kind: acquire {1, holds, 0} | {0, hint}; release -1 | holds left;
 -- force 1 | 0. Acquire and release recognise their own resend as the reentrant lock does.
 local time = redis.call('time')
@@ -160,7 +161,13 @@ elseif op == 'write' then
         return {1, holds, 0}
     end
     local fair_wait = tonumber(ARGV[5])
-    redis.call('zadd', writers, now + fair_wait, field)
+    -- Wait in line, holding new readers back, unless this is a single attempt, or the owner
+    -- reads itself (an upgrade attempt: it can only time out, and must not keep the other
+    -- readers out meanwhile).
+    local reader = string.sub(field, 1, -7)
+    if ARGV[6] ~= '1' and redis.call('hexists', N, reader) == 0 then
+        redis.call('zadd', writers, now + fair_wait, field)
+    end
     local hint = math.floor(fair_wait / 3)
     local pttl = redis.call('pttl', N)
     if pttl >= 0 and pttl < hint then
@@ -178,6 +185,8 @@ elseif op == 'unread' then
         end
         holds = believed
     end
+    -- the hold being released may have run out while other readers kept N alive
+    local expired = redis.call('pttl', timeout_key(field, holds)) == -2
     redis.call('del', timeout_key(field, holds))
     holds = holds - 1
     if holds > 0 then
@@ -186,6 +195,9 @@ elseif op == 'unread' then
         redis.call('hdel', N, field)
     end
     settle(0)
+    if expired and holds == 0 then
+        return -1 -- nothing was held any more: the client reports the hold lost
+    end
     return holds
 elseif op == 'unwrite' then
     local holds, resent = release_common()

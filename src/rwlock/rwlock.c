@@ -97,6 +97,7 @@ static int read_force_args(const dlock__lock_view *v, dlock__args *a) {
 static int write_acquire_args(const dlock__lock_view *v, dlock__args *a) {
     int nkeys = rw_args(v, a, "write");
     dlock__args_int(a, dlock__client_fair_wait_ms(v->client));
+    dlock__args_int(a, v->once); /* a single attempt does not hold readers back */
     return nkeys;
 }
 
