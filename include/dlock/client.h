@@ -20,6 +20,11 @@ extern "C" {
 
 typedef struct dlock_client dlock_client;
 
+/* The longest time dlock accepts anywhere (leases, waits count as "for ever" above it,
+ * option times): ten years, in ms. Larger values are DLOCK_EINVAL, so that no deadline or
+ * expiry computed from it can overflow, in the client or in Redis. */
+#define DLOCK_MAX_TIME_MS (INT64_C(10) * 365 * 24 * 3600 * 1000)
+
 /* Log levels passed to dlock_options.log_cb. */
 enum { DLOCK_LOG_ERROR = 0, DLOCK_LOG_WARN = 1, DLOCK_LOG_INFO = 2, DLOCK_LOG_DEBUG = 3 };
 

@@ -105,20 +105,21 @@ static int take_options(const dlock_options *in, dlock_options *out, dlock__endp
         memcpy((char *)out + sizeof(out->size), (const char *)in + sizeof(in->size),
                in->size - sizeof(in->size));
     }
-    if (out->watchdog_ms < 3)
-        return dlock__fail(DLOCK_EINVAL, "watchdog_ms must be at least 3");
+    if (out->watchdog_ms < 3 || out->watchdog_ms > DLOCK_MAX_TIME_MS)
+        return dlock__fail(DLOCK_EINVAL, "watchdog_ms must be from 3 to DLOCK_MAX_TIME_MS");
     if (out->renew_batch < 1 || out->renew_batch > 100000)
         return dlock__fail(DLOCK_EINVAL, "renew_batch must be from 1 to 100000");
-    if (out->timeout_ms < 1)
-        return dlock__fail(DLOCK_EINVAL, "timeout_ms must be positive");
-    if (out->connect_timeout_ms < 1)
-        return dlock__fail(DLOCK_EINVAL, "connect_timeout_ms must be positive");
+    if (out->timeout_ms < 1 || out->timeout_ms > DLOCK_MAX_TIME_MS)
+        return dlock__fail(DLOCK_EINVAL, "timeout_ms must be from 1 to DLOCK_MAX_TIME_MS");
+    if (out->connect_timeout_ms < 1 || out->connect_timeout_ms > DLOCK_MAX_TIME_MS)
+        return dlock__fail(DLOCK_EINVAL,
+                           "connect_timeout_ms must be from 1 to DLOCK_MAX_TIME_MS");
     if (out->retry_attempts < 0 || out->retry_attempts > 1000)
         return dlock__fail(DLOCK_EINVAL, "retry_attempts must be from 0 to 1000");
     if (out->retry_delay_ms < 0 || out->retry_delay_ms > 3600000)
         return dlock__fail(DLOCK_EINVAL, "retry_delay_ms must be from 0 to 3600000");
-    if (out->fair_wait_ms < 3)
-        return dlock__fail(DLOCK_EINVAL, "fair_wait_ms must be at least 3");
+    if (out->fair_wait_ms < 3 || out->fair_wait_ms > DLOCK_MAX_TIME_MS)
+        return dlock__fail(DLOCK_EINVAL, "fair_wait_ms must be from 3 to DLOCK_MAX_TIME_MS");
     const char *url = out->url;
     if (!url)
         url = getenv("DLOCK_URL");

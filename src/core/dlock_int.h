@@ -320,6 +320,9 @@ void dlock__wait_start_on(dlock__waiter *w, dlock__handle *h, const dlock__wait_
  * channel carries the new available count). */
 bool dlock__message_count(const char *msg, size_t len, int64_t *available);
 
+/* The monotonic deadline of a wait of wait_ms from now (-1: INT64_MAX, never). */
+int64_t dlock__deadline_ms(int64_t wait_ms);
+
 /* A safety net for objects without a TTL to hint with (semaphores, latches): a waiter
  * looks again this often even when no message comes, in case one was lost. */
 #define DLOCK__RECHECK_MS 5000

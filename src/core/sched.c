@@ -126,7 +126,10 @@ int dlock__timer_start_at(dlock__sched *s, dlock__timer *t, int64_t due_ms) {
 }
 
 int dlock__timer_start(dlock__sched *s, dlock__timer *t, int64_t delay_ms) {
-    return dlock__timer_start_at(s, t, s->now_ms() + (delay_ms > 0 ? delay_ms : 0));
+    int64_t now = s->now_ms();
+    if (delay_ms < 0)
+        delay_ms = 0;
+    return dlock__timer_start_at(s, t, delay_ms > INT64_MAX - now ? INT64_MAX : now + delay_ms);
 }
 
 void dlock__timer_stop(dlock__sched *s, dlock__timer *t) {

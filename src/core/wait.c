@@ -268,7 +268,7 @@ void dlock__wait_start(dlock__waiter *w, dlock_client *c, const dlock__wait_ops 
     w->ops = ops;
     w->client = c;
     w->channel = channel;
-    w->deadline_ms = wait_ms < 0 ? INT64_MAX : dlock__now_ms() + wait_ms;
+    w->deadline_ms = dlock__deadline_ms(wait_ms);
     dlock__timer_init(&w->timer, on_timer, w);
     attempt(w);
 }
@@ -284,7 +284,7 @@ void dlock__wait_start_on(dlock__waiter *w, dlock__handle *h, const dlock__wait_
     w->ops = ops;
     w->client = h->client;
     w->channel = channel;
-    w->deadline_ms = wait_ms < 0 ? INT64_MAX : dlock__now_ms() + wait_ms;
+    w->deadline_ms = dlock__deadline_ms(wait_ms);
     dlock__timer_init(&w->timer, on_timer, w);
     attempt(w);
 }
@@ -382,4 +382,11 @@ bool dlock__message_count(const char *msg, size_t len, int64_t *available) {
         return false;
     *available = v;
     return true;
+}
+
+int64_t dlock__deadline_ms(int64_t wait_ms) {
+    int64_t now = dlock__now_ms();
+    if (wait_ms < 0 || wait_ms > INT64_MAX - now)
+        return INT64_MAX; /* for ever, or so far off that it is the same */
+    return now + wait_ms;
 }

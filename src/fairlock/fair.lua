@@ -22,6 +22,9 @@
 --   'force'    -> 1 it was locked (now freed, the first waiter woken) | 0 it was not
 --   'leave'    ARGV[3] field -> 0 (the owner gave up waiting: out of line)
 -- Acquire and release recognise their own resend as the reentrant lock's scripts do.
+if KEYS[5] then
+    redis.call('get', KEYS[5]) -- a token key of another type fails here, before any write
+end
 local time = redis.call('time')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 

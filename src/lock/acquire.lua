@@ -13,6 +13,9 @@
 -- Applied once even when sent twice: if the owner already has one hold more than the
 -- client believes, this is a resend of an acquire whose reply was lost (or the client
 -- gave up on it); it is answered as the first send was, without a second hold or token.
+if KEYS[2] then
+    redis.call('get', KEYS[2]) -- a token key of another type fails here, before any write
+end
 local holds = redis.call('hget', KEYS[1], ARGV[2])
 if not holds and redis.call('exists', KEYS[1]) == 1 then
     return {0, redis.call('pttl', KEYS[1])}

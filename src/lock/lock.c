@@ -621,8 +621,9 @@ static int check_wait(int64_t wait_ms) {
 }
 
 static int check_lease(int64_t lease_ms) {
-    if (lease_ms <= 0 && lease_ms != DLOCK_WATCHDOG)
-        return dlock__fail(DLOCK_EINVAL, "lease_ms must be > 0 or DLOCK_WATCHDOG");
+    if ((lease_ms <= 0 && lease_ms != DLOCK_WATCHDOG) || lease_ms > DLOCK_MAX_TIME_MS)
+        return dlock__fail(DLOCK_EINVAL,
+                           "lease_ms must be from 1 to DLOCK_MAX_TIME_MS, or DLOCK_WATCHDOG");
     return DLOCK_OK;
 }
 

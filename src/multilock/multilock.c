@@ -118,6 +118,15 @@ static void member_lost(dlock_lock *member, uint64_t owner, int reason, void *ar
         dlock__lock_fire_lost(cp->handle, owner, reason);
 }
 
+/* A composite's calls wait on the caller's thread for its members' clients: on one of
+ * those clients' loop threads that would wait for itself. */
+static int refuse_on_loop(const composite *cp) {
+    for (size_t i = 0; i < cp->n; i++)
+        if (dlock__on_loop_thread(dlock__lock_client(cp->members[i])))
+            return dlock__fail(DLOCK_EDEADLK, "composite lock called on a member's loop thread");
+    return DLOCK_OK;
+}
+
 /* ---- MultiLock -------------------------------------------------------------------------- */
 
 /* Releases members[0..count) in reverse, continuing past failures; the first error. */
@@ -135,7 +144,10 @@ static int release_members(composite *cp, size_t count, const bool *which) {
 
 static int multi_try_acquire(void *self, uint64_t owner, int64_t wait_ms, int64_t lease_ms) {
     composite *cp = self;
-    int64_t deadline = wait_ms < 0 ? INT64_MAX : dlock__now_ms() + wait_ms;
+    int refused = refuse_on_loop(cp);
+    if (refused != DLOCK_OK)
+        return refused;
+    int64_t deadline = dlock__deadline_ms(wait_ms);
     for (size_t i = 0; i < cp->n; i++) {
         int64_t left = DLOCK_FOREVER;
         if (wait_ms >= 0) {
@@ -171,6 +183,9 @@ static int multi_try_acquire(void *self, uint64_t owner, int64_t wait_ms, int64_
 
 static int multi_release(void *self, uint64_t owner) {
     composite *cp = self;
+    int refused = refuse_on_loop(cp);
+    if (refused != DLOCK_OK)
+        return refused;
     bool held[cp->n], lost;
     holding_release(cp, owner, held, &lost);
     int rc = release_members(cp, cp->n, NULL); /* every member, past failures */
@@ -329,9 +344,12 @@ static int64_t answer_budget(int64_t lease_ms) {
 
 static int redlock_try_acquire(void *self, uint64_t owner, int64_t wait_ms, int64_t lease_ms) {
     composite *cp = self;
+    int refused = refuse_on_loop(cp);
+    if (refused != DLOCK_OK)
+        return refused;
     int64_t lease = redlock_lease(cp, lease_ms);
     int64_t drift = lease / 100 + 2;
-    int64_t deadline = wait_ms < 0 ? INT64_MAX : dlock__now_ms() + wait_ms;
+    int64_t deadline = dlock__deadline_ms(wait_ms);
     int last_error = DLOCK_ETIMEDOUT;
     for (;;) {
         int64_t start = dlock__now_ms();
@@ -382,6 +400,9 @@ static int redlock_try_acquire(void *self, uint64_t owner, int64_t wait_ms, int6
  * answer (its master down) keeps its hold until its lease ends. */
 static int redlock_release(void *self, uint64_t owner) {
     composite *cp = self;
+    int refused = refuse_on_loop(cp);
+    if (refused != DLOCK_OK)
+        return refused;
     bool held[cp->n], lost;
     holding_release(cp, owner, held, &lost);
     size_t count = 0;
@@ -414,6 +435,9 @@ static int redlock_release(void *self, uint64_t owner) {
 
 static int all_locked(void *self, bool *out) {
     composite *cp = self;
+    int refused = refuse_on_loop(cp);
+    if (refused != DLOCK_OK)
+        return refused;
     size_t locked = 0;
     for (size_t i = 0; i < cp->n; i++) {
         bool b = false;
@@ -429,6 +453,9 @@ static int all_locked(void *self, bool *out) {
 static int all_held(void *self, uint64_t owner, bool *out) {
     (void)owner;
     composite *cp = self;
+    int refused = refuse_on_loop(cp);
+    if (refused != DLOCK_OK)
+        return refused;
     size_t held = 0;
     for (size_t i = 0; i < cp->n; i++) {
         bool b = false;
@@ -444,6 +471,9 @@ static int all_held(void *self, uint64_t owner, bool *out) {
 static int least_holds(void *self, uint64_t owner, int64_t *out) {
     (void)owner;
     composite *cp = self;
+    int refused = refuse_on_loop(cp);
+    if (refused != DLOCK_OK)
+        return refused;
     int64_t least = INT64_MAX;
     for (size_t i = 0; i < cp->n; i++) {
         int64_t v = 0;
@@ -468,6 +498,9 @@ static int cmp_desc(const void *a, const void *b) {
 static int composite_ttl(void *self, uint64_t owner, int64_t *out) {
     (void)owner;
     composite *cp = self;
+    int refused = refuse_on_loop(cp);
+    if (refused != DLOCK_OK)
+        return refused;
     int64_t ttl[cp->n];
     for (size_t i = 0; i < cp->n; i++) {
         int rc = dlock_lock_ttl(cp->members[i], &ttl[i]);
@@ -494,6 +527,9 @@ static int composite_ttl(void *self, uint64_t owner, int64_t *out) {
 
 static int largest_token(void *self, uint64_t owner, uint64_t *out) {
     composite *cp = self;
+    int refused = refuse_on_loop(cp);
+    if (refused != DLOCK_OK)
+        return refused;
     uint64_t best = 0;
     bool any = false, fenced = false;
     for (size_t i = 0; i < cp->n; i++) {
@@ -517,6 +553,9 @@ static int largest_token(void *self, uint64_t owner, uint64_t *out) {
 
 static int force_all(void *self, bool *was_locked) {
     composite *cp = self;
+    int refused = refuse_on_loop(cp);
+    if (refused != DLOCK_OK)
+        return refused;
     bool any = false;
     int first = DLOCK_OK;
     for (size_t i = 0; i < cp->n; i++) {

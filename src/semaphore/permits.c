@@ -239,8 +239,8 @@ static void op_init(permits_op *op, dlock_permits *p, dlock__op_fn start, const 
 }
 
 static int check_lease(int64_t lease_ms) {
-    if (lease_ms <= 0 && lease_ms != -1)
-        return dlock__fail(DLOCK_EINVAL, "lease_ms must be > 0, or -1 for none");
+    if ((lease_ms <= 0 && lease_ms != -1) || lease_ms > DLOCK_MAX_TIME_MS)
+        return dlock__fail(DLOCK_EINVAL, "lease_ms must be from 1 to DLOCK_MAX_TIME_MS, or -1");
     return DLOCK_OK;
 }
 
