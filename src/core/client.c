@@ -91,6 +91,8 @@ int64_t dlock__client_watchdog_ms(const dlock_client *c) { return c->opts.watchd
 
 int64_t dlock__client_fair_wait_ms(const dlock_client *c) { return c->opts.fair_wait_ms; }
 
+const char *dlock__client_endpoint(const dlock_client *c) { return c->endpoint_key; }
+
 const char *dlock_client_id(const dlock_client *c) { return c ? c->id : ""; }
 
 /* ---- options ---------------------------------------------------------------------------- */
@@ -253,6 +255,10 @@ static int client_create(const dlock_options *o, struct ev_loop *loop, dlock_cli
     }
     c->opts = opts;
     c->endpoint = ep;
+    if (ep.is_unix)
+        snprintf(c->endpoint_key, sizeof(c->endpoint_key), "unix:%s/%d", ep.path, ep.db);
+    else
+        snprintf(c->endpoint_key, sizeof(c->endpoint_key), "%s:%d/%d", ep.host, ep.port, ep.db);
     dlock__map_init(&c->shared);
     pthread_mutex_init(&c->ready_mu, NULL);
     pthread_cond_init(&c->ready_cond, NULL);

@@ -176,6 +176,7 @@ void dlock__submit_close(dlock__submit *s, dlock_client *c); /* completes queued
 struct dlock_client {
     dlock_options opts;
     dlock__endpoint endpoint;
+    char endpoint_key[300]; /* dlock__client_endpoint */
     char id[37];
 
     struct ev_loop *loop;

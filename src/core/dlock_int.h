@@ -61,6 +61,9 @@ void dlock__random_bytes(void *buf, size_t n);
 /* ---- the client's settings a primitive reads ------------------------------------------- */
 
 int64_t dlock__client_watchdog_ms(const dlock_client *c);
+/* Which Redis the client talks to, as a stable string ("unix:/path/3", "host:port/0"):
+ * the same for every client of one server and database, in every process. */
+const char *dlock__client_endpoint(const dlock_client *c);
 int64_t dlock__client_fair_wait_ms(const dlock_client *c);
 void dlock__log(dlock_client *c, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

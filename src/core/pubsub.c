@@ -175,11 +175,31 @@ static void on_down(dlock__link *link, int err) {
     each_channel(pubsub_of(link), reset_channel);
 }
 
+static void on_handshake_pong(redisAsyncContext *ac, void *r, void *privdata) {
+    (void)privdata;
+    dlock__link *link = ac->data;
+    redisReply *reply = r;
+    if (!link || !reply)
+        return;
+    if (reply->type == REDIS_REPLY_ERROR)
+        dlock__link_handshake_error(link, reply);
+    else
+        dlock__link_handshake_step(link);
+}
+
+/* A PING before the link counts as ready: a server that accepts the connection and then
+ * closes it (maxclients reached, a proxy whose backend is down) must look like a failed
+ * attempt, which backs off, not like a ready link dropping, which reconnects at once. */
+static int handshake_ping(dlock__link *link) {
+    return redisAsyncCommand(link->ac, on_handshake_pong, NULL, "PING") == REDIS_OK ? 1 : 0;
+}
+
 void dlock__pubsub_init(dlock__pubsub *ps, dlock_client *c) {
     memset(ps, 0, sizeof(*ps));
     dlock__link_init(&ps->link, c, "subscriber");
     ps->link.on_ready = on_ready;
     ps->link.on_down = on_down;
+    ps->link.handshake_extra = handshake_ping;
     dlock__map_init(&ps->channels);
 }
 

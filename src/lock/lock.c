@@ -46,6 +46,7 @@ struct dlock_lock {
     /* composites (lock_kind.h): every call goes to the class */
     const dlock__composite_class *composite;
     void *composite_self;
+    bool member; /* taken by a composite */
 };
 
 /* What the client knows of one lock name, whichever of its handles is used: the hold
@@ -71,6 +72,7 @@ struct hold {
     uint64_t token;         /* fenced: token of the latest acquisition */
     bool has_token;
     bool release_unsure;    /* a release failed with DLOCK_ECONN: it may have been applied */
+    int acquiring;          /* acquire attempts in flight: count may be about to grow */
     dlock__lease *watchdog; /* registered while a watchdog hold is taken or held */
     char *waiter_channel;   /* the kind's channel for this owner, or NULL: the lock's */
 };
@@ -283,7 +285,9 @@ static void acquire_attempt(dlock__waiter *w) {
     op->sent_ms = dlock__now_ms();
     int rc = dlock__script(l->client, l->kind->acquire_script, DLOCK__CMD_RETRY_SAFE,
                            on_acquire_reply, op, nkeys, a.n, a.v, a.len);
-    if (rc != DLOCK_OK) {
+    if (rc == DLOCK_OK)
+        h->acquiring++;
+    else {
         dlock__op_fail(&op->op, rc, "%s", dlock_strerror(rc));
         dlock__wait_result(w, rc, -1);
     }
@@ -293,6 +297,7 @@ static void on_acquire_reply(dlock_client *c, int status, const dlock__reply *re
     (void)c;
     lock_op *op = arg;
     hold *h = op->hold;
+    h->acquiring--;
     if (status != DLOCK_OK) {
         dlock__op_fail_reply(&op->op, status, reply);
         dlock__wait_result(&op->waiter, status, -1);
@@ -400,11 +405,13 @@ static void on_release_reply(dlock_client *c, int status, const dlock__reply *re
         op_finish(op, DLOCK_OK);
         return;
     }
-    if (op->believed == 0) {
+    /* The owner holds nothing in Redis. (Judged by what the client knows, not by the count
+     * it sent: that is 0 while an acquire of the owner is in flight.) */
+    if (h->count == 0) {
         dlock__op_fail(&op->op, DLOCK_ENOTOWNER, "lock %s is not held by this owner",
                        op->lock->name);
         op_finish(op, DLOCK_ENOTOWNER);
-    } else if (op->believed == 1 && (dlock__reply_sends(c) > 1 || unsure)) {
+    } else if (h->count == 1 && (dlock__reply_sends(c) > 1 || unsure)) {
         /* an earlier send of this release (or the failed call before it) freed it */
         h->count = 0;
         op_finish(op, DLOCK_OK);
@@ -434,13 +441,17 @@ static void release_start(dlock__op *o) {
         op_finish(op, DLOCK_ELOST);
         return;
     }
-    op->believed = h->count;
-    if (h->count == 1 && h->watchdog) {
+    /* With an acquire of this owner in flight (the async face, a composite giving back a
+     * member), the count may grow before this release runs: then the script is told it
+     * does not know (0), so it takes no hold for an orphan of a failed acquire. */
+    op->believed = h->acquiring > 0 ? 0 : h->count;
+    if (h->count == 1 && h->acquiring == 0 && h->watchdog) {
         /* the last hold goes: stop renewing before the release is sent */
         dlock__lease_drop(h->watchdog);
         h->watchdog = NULL;
     }
     dlock__lock_view v = view_of(l, h, h->count > 0 ? h->lease_ms : DLOCK_WATCHDOG);
+    v.believed = op->believed;
     dlock__args a = {0};
     int nkeys = l->kind->release_args(&v, &a);
     int rc = dlock__script(l->client, l->kind->release_script, DLOCK__CMD_RETRY_SAFE,
@@ -662,6 +673,13 @@ void dlock__lock_fire_lost(dlock_lock *l, uint64_t owner, int reason) {
 }
 
 dlock_client *dlock__lock_client(const dlock_lock *l) { return l->composite ? NULL : l->client; }
+
+bool dlock__lock_claim(dlock_lock *l, bool claim) {
+    if (claim && l->member)
+        return false;
+    l->member = claim;
+    return true;
+}
 
 /* The composites' view of a call: composites answer on the caller's thread. */
 #define COMPOSITE(l, call)                                                                         \

@@ -84,6 +84,10 @@ void dlock__lock_fire_lost(dlock_lock *l, uint64_t owner, int reason);
  * renewed by the watchdog. DLOCK_ENOTOWNER if owner holds nothing. */
 int dlock__lock_set_lease(dlock_lock *l, uint64_t owner, int64_t lease_ms);
 
+/* Marks l as a member of a composite (claim) or frees it again; false if claiming a lock
+ * that already belongs to a composite (its lost callback is the composite's). */
+bool dlock__lock_claim(dlock_lock *l, bool claim);
+
 /* The client of an ordinary lock (NULL for a composite). */
 dlock_client *dlock__lock_client(const dlock_lock *l);
 

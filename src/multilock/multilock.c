@@ -25,10 +25,11 @@
 typedef struct holding {
     struct holding *next;
     uint64_t owner;
-    bool *held;      /* which members this owner holds through the composite */
-    size_t held_count;
-    int depth;       /* acquisitions not yet released (the members are reentrant) */
-    bool lost_fired; /* the composite's lost callback ran for this holding */
+    int *holds;        /* per member: holds taken through the composite, not yet released */
+    size_t held_count; /* members with holds */
+    int depth;         /* acquisitions not yet released */
+    int64_t lease_ms;  /* the latest acquisition's lease (a RedLock's validity) */
+    bool lost_fired;   /* the composite's lost callback ran for this holding */
 } holding;
 
 typedef struct composite {
@@ -41,14 +42,23 @@ typedef struct composite {
     holding *holdings;
 } composite;
 
+static void unclaim(dlock_lock *const *locks, size_t n);
+
 /* ---- holdings --------------------------------------------------------------------------- */
 
-static holding *holding_get(composite *cp, uint64_t owner) {
+static holding *holding_find(composite *cp, uint64_t owner) {
     for (holding *h = cp->holdings; h; h = h->next)
         if (h->owner == owner)
             return h;
-    holding *h = dlock__calloc(1, sizeof(*h));
-    if (!h || !(h->held = dlock__calloc(cp->n, sizeof(bool)))) {
+    return NULL;
+}
+
+static holding *holding_get(composite *cp, uint64_t owner) {
+    holding *h = holding_find(cp, owner);
+    if (h)
+        return h;
+    h = dlock__calloc(1, sizeof(*h));
+    if (!h || !(h->holds = dlock__calloc(cp->n, sizeof(int)))) {
         dlock__free(h);
         return NULL;
     }
@@ -58,39 +68,48 @@ static holding *holding_get(composite *cp, uint64_t owner) {
     return h;
 }
 
-/* An acquire succeeded: owner holds members[i] where held[i]. */
-static int holding_add(composite *cp, uint64_t owner, const bool *held) {
+/* An acquire succeeded: owner took a hold on members[i] where taken[i]. */
+static int holding_add(composite *cp, uint64_t owner, const bool *taken, int64_t lease_ms) {
     pthread_mutex_lock(&cp->mu);
     holding *h = holding_get(cp, owner);
     if (h) {
-        h->held_count = 0;
-        for (size_t i = 0; i < cp->n; i++) {
-            h->held[i] = held[i];
-            h->held_count += held[i];
-        }
-        h->depth++;
-        h->lost_fired = false;
+        for (size_t i = 0; i < cp->n; i++)
+            if (taken[i] && h->holds[i]++ == 0)
+                h->held_count++;
+        if (h->depth++ == 0)
+            h->lost_fired = false;
+        h->lease_ms = lease_ms;
     }
     pthread_mutex_unlock(&cp->mu);
     return h ? DLOCK_OK : dlock__fail(DLOCK_ENOMEM, "out of memory");
 }
 
-/* A release: after the last one, owner holds nothing through the composite. The held
- * members and whether the composite was lost are copied out for the caller. */
-static void holding_release(composite *cp, uint64_t owner, bool *held, bool *lost) {
+/* A member that said yes after its round already succeeded: one more hold of the
+ * composite's latest acquisition. */
+static bool holding_add_member(composite *cp, uint64_t owner, size_t i) {
     pthread_mutex_lock(&cp->mu);
-    holding *h = NULL;
-    for (holding *x = cp->holdings; x; x = x->next)
-        if (x->owner == owner)
-            h = x;
-    for (size_t i = 0; i < cp->n; i++)
-        held[i] = h && h->held[i];
-    *lost = h && h->lost_fired;
-    if (h && h->depth > 0 && --h->depth == 0) {
-        memset(h->held, 0, cp->n * sizeof(bool));
-        h->held_count = 0;
-        h->lost_fired = false;
+    holding *h = holding_find(cp, owner);
+    bool added = h && h->depth > 0; /* not when the holding was released meanwhile */
+    if (added && h->holds[i]++ == 0)
+        h->held_count++;
+    pthread_mutex_unlock(&cp->mu);
+    return added;
+}
+
+/* A release gives back one hold of every member owner holds through the composite (each
+ * member's holds go back as often as they were taken, whichever acquisition took them).
+ * which[i] says which members to release; lost, whether the composite was lost. */
+static void holding_release(composite *cp, uint64_t owner, bool *which, bool *lost) {
+    pthread_mutex_lock(&cp->mu);
+    holding *h = holding_find(cp, owner);
+    for (size_t i = 0; i < cp->n; i++) {
+        which[i] = h && h->holds[i] > 0;
+        if (which[i] && --h->holds[i] == 0)
+            h->held_count--;
     }
+    *lost = h && h->lost_fired;
+    if (h && h->depth > 0 && --h->depth == 0)
+        h->lost_fired = false;
     pthread_mutex_unlock(&cp->mu);
 }
 
@@ -99,16 +118,15 @@ static void member_lost(dlock_lock *member, uint64_t owner, int reason, void *ar
     composite *cp = arg;
     bool fire = false;
     pthread_mutex_lock(&cp->mu);
-    for (holding *h = cp->holdings; h; h = h->next) {
-        if (h->owner != owner)
-            continue;
+    holding *h = holding_find(cp, owner);
+    if (h) {
         for (size_t i = 0; i < cp->n; i++) {
-            if (cp->members[i] == member && h->held[i]) {
-                h->held[i] = false;
+            if (cp->members[i] == member && h->holds[i] > 0) {
+                h->holds[i] = 0;
                 h->held_count--;
             }
         }
-        if (h->held_count < cp->quorum && !h->lost_fired) {
+        if (h->depth > 0 && h->held_count < cp->quorum && !h->lost_fired) {
             h->lost_fired = true;
             fire = true;
         }
@@ -178,7 +196,7 @@ static int multi_try_acquire(void *self, uint64_t owner, int64_t wait_ms, int64_
     bool all[cp->n];
     for (size_t i = 0; i < cp->n; i++)
         all[i] = true;
-    return holding_add(cp, owner, all);
+    return holding_add(cp, owner, all, lease_ms);
 }
 
 static int multi_release(void *self, uint64_t owner) {
@@ -188,7 +206,9 @@ static int multi_release(void *self, uint64_t owner) {
         return refused;
     bool held[cp->n], lost;
     holding_release(cp, owner, held, &lost);
-    int rc = release_members(cp, cp->n, NULL); /* every member, past failures */
+    /* every member, past failures: a member whose hold was lost then reports it (and
+     * forgets it), and one the owner does not hold says ENOTOWNER */
+    int rc = release_members(cp, cp->n, NULL);
     if (lost && rc == DLOCK_OK)
         return dlock__fail(DLOCK_ELOST, "multilock: a member was lost while held");
     return rc;
@@ -203,9 +223,10 @@ typedef struct round {
     pthread_cond_t cond;
     composite *cp;
     uint64_t owner;
-    size_t answered;
+    size_t answered, yes, no;
     int *status;    /* per member; 1 = no answer yet */
-    bool abandoned; /* the caller stopped waiting: late acquisitions release themselves */
+    bool closed;    /* the caller took its snapshot: late acquisitions release themselves... */
+    bool kept;      /* ...unless the round succeeded: then they join the holding */
     bool releasing; /* a round of releases: a late answer needs nothing done */
     int refs;
 } round;
@@ -239,21 +260,27 @@ static void on_member_answer(dlock_lock *l, int status, void *arg) {
     pthread_mutex_lock(&r->mu);
     r->status[call->index] = status;
     r->answered++;
-    bool release_late = r->abandoned && !r->releasing && status == DLOCK_OK;
+    if (status == DLOCK_OK)
+        r->yes++;
+    else
+        r->no++;
+    bool late = r->closed && !r->releasing && status == DLOCK_OK;
+    bool keep = late && r->kept;
     pthread_cond_broadcast(&r->cond);
     pthread_mutex_unlock(&r->mu);
-    if (release_late) /* too late to count: give it back */
+    /* the lock is held: one more member holds it, released with the others; or too late
+     * to count (or the lock was released meanwhile): give it back */
+    if (late && !(keep && holding_add_member(r->cp, r->owner, call->index)))
         dlock_lock_release_async(l, r->owner, release_done, NULL);
     dlock__free(call);
     round_unref(r);
 }
 
-
 /* Sends an acquire (one attempt, lease_ms) — or, with release, a release — to every member
  * where which[i] (NULL: all) at once, and waits for the answers until answer_ms have
- * passed. The round is returned with the caller's reference; members that did not answer
- * yet may still answer later (and an acquisition that comes after the caller gave up on
- * the round gives itself back). */
+ * passed; an acquire round stops waiting as soon as its outcome is known (a quorum said
+ * yes, or too many said no). The round comes back with the caller's reference; members
+ * may still answer later. */
 static round *round_run(composite *cp, uint64_t owner, const bool *which, bool release,
                         int64_t lease_ms, int64_t answer_ms) {
     round *r = dlock__calloc(1, sizeof(*r));
@@ -271,13 +298,15 @@ static round *round_run(composite *cp, uint64_t owner, const bool *which, bool r
     r->owner = owner;
     r->releasing = release;
     r->refs = 1;
+    /* the members not asked are answered before anything is sent: no callback races */
     for (size_t i = 0; i < cp->n; i++) {
-        r->status[i] = 1;
-        if (which && !which[i]) {
-            r->status[i] = DLOCK_ENOTOWNER; /* not asked */
+        r->status[i] = which && !which[i] ? DLOCK_ENOTOWNER : 1;
+        if (r->status[i] != 1)
             r->answered++;
+    }
+    for (size_t i = 0; i < cp->n; i++) {
+        if (r->status[i] != 1)
             continue;
-        }
         member_call *call = dlock__malloc(sizeof(*call));
         int rc = DLOCK_ENOMEM;
         if (call) {
@@ -300,6 +329,7 @@ static round *round_run(composite *cp, uint64_t owner, const bool *which, bool r
             pthread_mutex_lock(&r->mu);
             r->status[i] = rc;
             r->answered++;
+            r->no++;
             pthread_mutex_unlock(&r->mu);
         }
     }
@@ -308,6 +338,8 @@ static round *round_run(composite *cp, uint64_t owner, const bool *which, bool r
     struct timespec until = {.tv_sec = until_ms / 1000, .tv_nsec = (until_ms % 1000) * 1000000};
     pthread_mutex_lock(&r->mu);
     while (r->answered < cp->n) {
+        if (!release && (r->yes >= cp->quorum || r->no > cp->n - cp->quorum))
+            break; /* the outcome is known */
         if (pthread_cond_timedwait(&r->cond, &r->mu, &until) != 0)
             break; /* ETIMEDOUT: the silent members count as no */
     }
@@ -315,18 +347,25 @@ static round *round_run(composite *cp, uint64_t owner, const bool *which, bool r
     return r;
 }
 
-/* Gives back what the round took and lets late acquisitions give themselves back. */
-static void round_undo(round *r) {
+/* Ends an acquire round: from now on a late yes gives itself back. taken[i] is set for the
+ * members that said yes; unsure[i] for those that failed in a way that may have taken it
+ * (a connection error); *error to a member's error other than "busy", if any. Returns how
+ * many said yes. */
+static size_t round_close(round *r, bool *taken, bool *unsure, int *error) {
     composite *cp = r->cp;
+    size_t yes = 0;
     pthread_mutex_lock(&r->mu);
-    r->abandoned = true;
-    bool taken[cp->n];
-    for (size_t i = 0; i < cp->n; i++)
-        taken[i] = r->status[i] == DLOCK_OK;
+    r->closed = true;
+    for (size_t i = 0; i < cp->n; i++) {
+        int st = r->status[i];
+        taken[i] = st == DLOCK_OK;
+        unsure[i] = st == DLOCK_ECONN;
+        yes += taken[i];
+        if (st < 0 && st != DLOCK_ETIMEDOUT && st != DLOCK_ENOTOWNER)
+            *error = st;
+    }
     pthread_mutex_unlock(&r->mu);
-    for (size_t i = 0; i < cp->n; i++)
-        if (taken[i])
-            dlock_lock_release_async(cp->members[i], r->owner, release_done, NULL);
+    return yes;
 }
 
 static int64_t redlock_lease(const composite *cp, int64_t lease_ms) {
@@ -334,6 +373,8 @@ static int64_t redlock_lease(const composite *cp, int64_t lease_ms) {
         return lease_ms;
     return dlock__client_watchdog_ms(dlock__lock_client(cp->members[0]));
 }
+
+static int64_t drift_ms(int64_t lease_ms) { return lease_ms / 100 + 2; }
 
 /* How long a member may take to answer: much less than the lease, so that a slow or
  * paused master cannot eat the validity (or the caller's wait). */
@@ -348,7 +389,6 @@ static int redlock_try_acquire(void *self, uint64_t owner, int64_t wait_ms, int6
     if (refused != DLOCK_OK)
         return refused;
     int64_t lease = redlock_lease(cp, lease_ms);
-    int64_t drift = lease / 100 + 2;
     int64_t deadline = dlock__deadline_ms(wait_ms);
     int last_error = DLOCK_ETIMEDOUT;
     for (;;) {
@@ -356,26 +396,22 @@ static int redlock_try_acquire(void *self, uint64_t owner, int64_t wait_ms, int6
         round *r = round_run(cp, owner, NULL, false, lease_ms, answer_budget(lease));
         if (!r)
             return dlock__fail(DLOCK_ENOMEM, "out of memory");
-        size_t got = 0;
-        bool held[cp->n];
-        pthread_mutex_lock(&r->mu);
-        for (size_t i = 0; i < cp->n; i++) {
-            held[i] = r->status[i] == DLOCK_OK;
-            got += held[i];
-            if (r->status[i] < 0 && r->status[i] != DLOCK_ETIMEDOUT)
-                last_error = r->status[i];
-        }
-        pthread_mutex_unlock(&r->mu);
-        int64_t validity = lease - (dlock__now_ms() - start) - drift;
+        bool taken[cp->n], unsure[cp->n];
+        size_t got = round_close(r, taken, unsure, &last_error);
+        int64_t validity = lease - (dlock__now_ms() - start) - drift_ms(lease);
         if (got >= cp->quorum && validity > 0) {
+            int rc = holding_add(cp, owner, taken, lease);
             pthread_mutex_lock(&r->mu);
-            r->abandoned = true; /* members answering from now on are not counted */
+            r->kept = rc == DLOCK_OK; /* members answering yes from now on are kept */
             pthread_mutex_unlock(&r->mu);
             round_unref(r);
-            return holding_add(cp, owner, held);
+            return rc;
         }
-        round_undo(r);
         round_unref(r);
+        /* give back every member that took it, or may have (not the ones that said no) */
+        for (size_t i = 0; i < cp->n; i++)
+            if (taken[i] || unsure[i])
+                dlock_lock_release_async(cp->members[i], owner, release_done, NULL);
         int64_t now = dlock__now_ms();
         if (now >= deadline) {
             if (last_error == DLOCK_ETIMEDOUT)
@@ -396,8 +432,8 @@ static int redlock_try_acquire(void *self, uint64_t owner, int64_t wait_ms, int6
     }
 }
 
-/* Releases every member the owner holds through the composite. A member that failed to
- * answer (its master down) keeps its hold until its lease ends. */
+/* Releases one hold of every member the owner holds through the composite, all at once. A
+ * member that fails to answer (its master down) keeps its hold until its lease ends. */
 static int redlock_release(void *self, uint64_t owner) {
     composite *cp = self;
     int refused = refuse_on_loop(cp);
@@ -411,21 +447,25 @@ static int redlock_release(void *self, uint64_t owner) {
     if (count == 0)
         return lost ? dlock__fail(DLOCK_ELOST, "redlock: lost while held")
                     : dlock__fail(DLOCK_ENOTOWNER, "redlock: not held by this owner");
-    /* all at once, and not waiting long for a master that does not answer */
     int rc = DLOCK_OK;
     round *r = round_run(cp, owner, held, true, 0,
                          2 * answer_budget(redlock_lease(cp, DLOCK_WATCHDOG)));
     if (!r)
         return dlock__fail(DLOCK_ENOMEM, "out of memory");
     pthread_mutex_lock(&r->mu);
-    r->abandoned = true;
-    for (size_t i = 0; i < cp->n; i++)
-        if (held[i] && r->status[i] < 0 && rc == DLOCK_OK)
+    r->closed = true;
+    size_t failed = 0;
+    for (size_t i = 0; i < cp->n; i++) {
+        if (held[i] && r->status[i] < 0 && rc == DLOCK_OK) {
             rc = r->status[i];
+            failed = i;
+        }
+    }
     pthread_mutex_unlock(&r->mu);
     round_unref(r);
     if (rc != DLOCK_OK)
-        dlock__fail(rc, "redlock: a member's release said %s", dlock_err_name(rc));
+        dlock__fail(rc, "redlock: member %zu (%s) said %s on release", failed,
+                    dlock_lock_name(cp->members[failed]), dlock_err_name(rc));
     if (lost)
         return dlock__fail(DLOCK_ELOST, "redlock: fewer than a quorum were still held");
     return rc;
@@ -468,22 +508,13 @@ static int all_held(void *self, uint64_t owner, bool *out) {
     return DLOCK_OK;
 }
 
-static int least_holds(void *self, uint64_t owner, int64_t *out) {
-    (void)owner;
+/* The owner's acquisitions of the composite not yet released. */
+static int composite_holds(void *self, uint64_t owner, int64_t *out) {
     composite *cp = self;
-    int refused = refuse_on_loop(cp);
-    if (refused != DLOCK_OK)
-        return refused;
-    int64_t least = INT64_MAX;
-    for (size_t i = 0; i < cp->n; i++) {
-        int64_t v = 0;
-        int rc = dlock_lock_hold_count(cp->members[i], &v);
-        if (rc != DLOCK_OK)
-            return rc;
-        if (v < least)
-            least = v;
-    }
-    *out = least;
+    pthread_mutex_lock(&cp->mu);
+    holding *h = holding_find(cp, owner);
+    *out = h ? h->depth : 0;
+    pthread_mutex_unlock(&cp->mu);
     return DLOCK_OK;
 }
 
@@ -496,7 +527,6 @@ static int cmp_desc(const void *a, const void *b) {
  * member TTL (the time until fewer than a quorum hold) less the drift. -1 counts as for
  * ever; -2 when not held by enough members. */
 static int composite_ttl(void *self, uint64_t owner, int64_t *out) {
-    (void)owner;
     composite *cp = self;
     int refused = refuse_on_loop(cp);
     if (refused != DLOCK_OK)
@@ -517,7 +547,11 @@ static int composite_ttl(void *self, uint64_t owner, int64_t *out) {
     if (v == INT64_MAX)
         v = -1;
     else if (v >= 0 && cp->redlock) {
-        v -= redlock_lease(cp, DLOCK_WATCHDOG) / 100 + 2;
+        pthread_mutex_lock(&cp->mu);
+        holding *h = holding_find(cp, owner);
+        int64_t lease = h && h->depth > 0 ? h->lease_ms : redlock_lease(cp, DLOCK_WATCHDOG);
+        pthread_mutex_unlock(&cp->mu);
+        v -= drift_ms(lease);
         if (v <= 0)
             v = -2; /* no validity left */
     }
@@ -574,10 +608,11 @@ static void composite_free(void *self) {
     composite *cp = self;
     for (size_t i = 0; i < cp->n; i++)
         dlock_lock_on_lost(cp->members[i], NULL, NULL);
+    unclaim(cp->members, cp->n);
     while (cp->holdings) {
         holding *h = cp->holdings;
         cp->holdings = h->next;
-        dlock__free(h->held);
+        dlock__free(h->holds);
         dlock__free(h);
     }
     pthread_mutex_destroy(&cp->mu);
@@ -591,7 +626,7 @@ static const dlock__composite_class multilock_class = {
     .force_release = force_all,
     .is_locked = all_locked,
     .is_held = all_held,
-    .hold_count = least_holds,
+    .hold_count = composite_holds,
     .ttl = composite_ttl,
     .token_of = largest_token,
     .free = composite_free,
@@ -603,7 +638,7 @@ static const dlock__composite_class redlock_class = {
     .force_release = force_all,
     .is_locked = all_locked,
     .is_held = all_held,
-    .hold_count = least_holds,
+    .hold_count = composite_holds,
     .ttl = composite_ttl,
     .token_of = largest_token,
     .free = composite_free,
@@ -611,13 +646,22 @@ static const dlock__composite_class redlock_class = {
 
 /* ---- creation --------------------------------------------------------------------------- */
 
-/* The canonical order: by client id, then name. Every MultiLock over overlapping members
- * takes them in the same order, so none waits for a member another holds while that one
- * waits for a member it holds. */
+/* The canonical order: by name, then by the Redis server (and database) the member lives
+ * on. It depends only on what the members are, not on which client or process holds the
+ * handles, so every MultiLock over overlapping members, in every process, takes them in
+ * the same order: none waits for a member another holds while that one waits for a
+ * member it holds. */
 static int canonical_order(const void *a, const void *b) {
     dlock_lock *x = *(dlock_lock *const *)a, *y = *(dlock_lock *const *)b;
-    int c = strcmp(dlock_client_id(dlock__lock_client(x)), dlock_client_id(dlock__lock_client(y)));
-    return c ? c : strcmp(dlock_lock_name(x), dlock_lock_name(y));
+    int c = strcmp(dlock_lock_name(x), dlock_lock_name(y));
+    return c ? c
+             : strcmp(dlock__client_endpoint(dlock__lock_client(x)),
+                      dlock__client_endpoint(dlock__lock_client(y)));
+}
+
+static void unclaim(dlock_lock *const *locks, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        dlock__lock_claim(locks[i], false);
 }
 
 static int composite_new(dlock_lock *const *locks, size_t n, bool redlock, dlock_lock **out) {
@@ -632,9 +676,17 @@ static int composite_new(dlock_lock *const *locks, size_t n, bool redlock, dlock
             if (locks[j] == locks[i])
                 return dlock__fail(DLOCK_EINVAL, "member %zu is given twice", i);
     }
+    /* a member reports its loss through one composite: it can belong to only one */
+    for (size_t i = 0; i < n; i++) {
+        if (!dlock__lock_claim(locks[i], true)) {
+            unclaim(locks, i);
+            return dlock__fail(DLOCK_EINVAL, "member %zu belongs to another composite", i);
+        }
+    }
     composite *cp = dlock__calloc(1, sizeof(*cp));
     if (!cp || !(cp->members = dlock__malloc(n * sizeof(*cp->members)))) {
         dlock__free(cp);
+        unclaim(locks, n);
         return dlock__fail(DLOCK_ENOMEM, "out of memory");
     }
     memcpy(cp->members, locks, n * sizeof(*locks));
@@ -653,6 +705,7 @@ static int composite_new(dlock_lock *const *locks, size_t n, bool redlock, dlock
         pthread_mutex_destroy(&cp->mu);
         dlock__free(cp->members);
         dlock__free(cp);
+        unclaim(locks, n);
         return rc;
     }
     for (size_t i = 0; i < n; i++)
