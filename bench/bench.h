@@ -5,6 +5,13 @@
  *   floor.c         the references: floor_ping, floor_publish (plain hiredis, no dlock)
  *   pair.c          uncontended_pair
  *   handoff.c       contended_handoff (threads and forked processes)
+ *   fair.c          fair_order (P waiters of two clients on one fair lock)
+ *   rwlock.c        rwlock_mix (T threads of two clients, reads and writes, one rwlock)
+ *   contend.c       the pair and contention loops for any bench_impl; hold_10ms,
+ *                   semaphore_pair, semaphore_contended
+ *   naive.c         the naive SET NX PX lock (plain hiredis) through those loops
+ *   scale.c         renewal_scale, waiters_scale
+ *   ceiling.c       floor_script (redis-benchmark EVALSHA of a lock-sized script)
  *   util.c          everything in this header
  *
  * Every workload prints one JSON object on one line of stdout (bench_json_*) and returns
@@ -119,5 +126,42 @@ void bench_json_floor(const bench_floor *floor);
 long long bench_uncontended_pair(const bench_config *cfg, const bench_floor *floor, int threads);
 long long bench_contended_handoff(const bench_config *cfg, const bench_floor *floor, int workers,
                                   bool processes);
+long long bench_fair_order(const bench_config *cfg, const bench_floor *floor, int waiters);
+long long bench_rwlock_mix(const bench_config *cfg, const bench_floor *floor, int threads,
+                           int write_pct, int64_t hold_us);
+
+/* ---- contend.c: any lock-like implementation through the same loops ---- */
+/* open_shared (may be NULL) runs once per process: in the main thread for threads, in each
+ * child for processes; open_worker in the worker's own thread or process, with the name
+ * to lock (the one contended name, or the worker's own for pairs). acquire and release
+ * return 0, or -1 with the reason on stderr. */
+typedef struct bench_impl {
+    const char *client; /* "dlock", "naive": the JSON's client */
+    const char *api;    /* the JSON's params.api */
+    bool connection_per_worker;
+    int (*open_shared)(const bench_config *cfg, const char *name, void **shared);
+    void (*close_shared)(void *shared);
+    int (*open_worker)(const bench_config *cfg, const char *name, void *shared, void **worker);
+    void (*close_worker)(void *worker);
+    int (*acquire)(void *worker);
+    int (*release)(void *worker);
+} bench_impl;
+bool bench_quick(void); /* QUICK=1 in the environment */
+/* 101 quantiles (0..100 %, in us) of sorted samples as a nested object {"0": .., "100": ..}. */
+void bench_json_cdf(const char *name, const bench_samples *sorted);
+long long bench_pairs(const bench_config *cfg, const bench_floor *floor, const bench_impl *impl,
+                      const char *workload, int threads);
+long long bench_contend(const bench_config *cfg, const bench_floor *floor, const bench_impl *impl,
+                        const char *workload, int workers, bool processes, int64_t hold_us);
+long long bench_hold_10ms(const bench_config *cfg, const bench_floor *floor, int workers,
+                          bool processes);
+long long bench_semaphore_pair(const bench_config *cfg, const bench_floor *floor, int threads);
+long long bench_semaphore_contended(const bench_config *cfg, const bench_floor *floor, int workers);
+long long bench_naive_pair(const bench_config *cfg, const bench_floor *floor, int threads);
+long long bench_naive_contend(const bench_config *cfg, const bench_floor *floor,
+                              const char *workload, int workers, bool processes, int64_t hold_us);
+long long bench_renewal_scale(const bench_config *cfg, long long locks);
+long long bench_waiters_scale(const bench_config *cfg, long long waiters);
+long long bench_floor_script(const bench_config *cfg);
 
 #endif

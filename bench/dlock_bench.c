@@ -14,6 +14,18 @@
  *   uncontended_pair    T = 1, 8, 32 threads, one lock each, one client
  *   contended_handoff   P = 2, 4, 16 threads on one lock of one client;
  *                       P = 2, 4 processes, one client each
+ *   fair_order          P = 4, 16, 64 threads of two clients queue on one fair lock
+ *   rwlock_mix          T = 8 threads of two clients on one read-write lock, 10 % and 50 %
+ *                       writes, each section held 200 us
+ *   floor_script        redis-benchmark EVALSHA of a lock-sized script, -P 1 and -P 16
+ *   hold_10ms           P = 4 threads, P = 4 processes on one lock, 10 ms inside
+ *   semaphore_pair      T = 1, 8, 32 threads, one 1-permit semaphore each, one client
+ *   semaphore_contended P = 2, 4, 16 threads on one 1-permit semaphore of one client
+ *   renewal_scale       N = 1k, 10k, 100k watchdog locks of one client (QUICK=1: 1k, 10k)
+ *   waiters_scale       N = 1k, 10k async waiters on N locks (QUICK=1: 1k)
+ *   naive               the naive SET NX PX lock: uncontended_pair T = 1, 8, 32,
+ *                       contended_handoff P = 2, 4, 16 threads and 2, 4 processes,
+ *                       hold_10ms P = 4 threads (client "naive" in the JSON)
  *
  * --placement says where the server and this program run (bench/run.sh pins them to
  * CPUs); it is copied into every JSON object. Each dlock workload measures a short floor
@@ -32,7 +44,9 @@
 
 static void usage(FILE *out) {
     fprintf(out, "usage: dlock-bench [--url URL] [--duration-ms MS] [--floor-n N] "
-                 "[--only floor_ping|floor_publish|uncontended_pair|contended_handoff] "
+                 "[--only floor_ping|floor_publish|uncontended_pair|contended_handoff|fair_order"
+                 "|rwlock_mix|floor_script|hold_10ms|semaphore_pair|semaphore_contended"
+                 "|renewal_scale|waiters_scale|naive] "
                  "[--placement TEXT]\n");
 }
 
@@ -76,11 +90,16 @@ static int parse_args(int argc, char **argv, bench_config *cfg) {
         fprintf(stderr, "dlock-bench: --duration-ms and --floor-n must be > 0\n");
         return -1;
     }
-    static const char *const known[] = {"floor_ping", "floor_publish", "uncontended_pair",
-                                        "contended_handoff"};
+    static const char *const known[] = {"floor_ping",        "floor_publish", "uncontended_pair",
+                                        "contended_handoff", "fair_order",    "rwlock_mix"};
     bool found = !cfg->only;
     for (size_t i = 0; i < sizeof(known) / sizeof(known[0]) && !found; i++)
         found = strcmp(cfg->only, known[i]) == 0;
+    static const char *const more[] = {
+        "floor_script",  "hold_10ms",     "semaphore_pair", "semaphore_contended",
+        "renewal_scale", "waiters_scale", "naive"};
+    for (size_t i = 0; i < sizeof(more) / sizeof(more[0]) && !found; i++)
+        found = strcmp(cfg->only, more[i]) == 0;
     if (!found) {
         fprintf(stderr, "dlock-bench: unknown workload %s\n", cfg->only);
         return -1;
@@ -128,6 +147,50 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < 5 && selected(&cfg, "contended_handoff"); i++) {
         errors += bench_floor_adjacent(&cfg, &floor);
         errors += bench_contended_handoff(&cfg, &floor, handoffs[i].workers, handoffs[i].processes);
+    }
+    static const int fair_waiters[] = {4, 16, 64};
+    for (size_t i = 0; i < 3 && selected(&cfg, "fair_order"); i++) {
+        errors += bench_floor_adjacent(&cfg, &floor);
+        errors += bench_fair_order(&cfg, &floor, fair_waiters[i]);
+    }
+    static const int rwlock_write_pcts[] = {10, 50};
+    for (size_t i = 0; i < 2 && selected(&cfg, "rwlock_mix"); i++) {
+        errors += bench_floor_adjacent(&cfg, &floor);
+        errors += bench_rwlock_mix(&cfg, &floor, 8, rwlock_write_pcts[i], 200);
+    }
+    if (selected(&cfg, "floor_script"))
+        errors += bench_floor_script(&cfg);
+    for (int processes = 0; processes < 2 && selected(&cfg, "hold_10ms"); processes++) {
+        errors += bench_floor_adjacent(&cfg, &floor);
+        errors += bench_hold_10ms(&cfg, &floor, 4, processes);
+    }
+    for (size_t i = 0; i < 3 && selected(&cfg, "semaphore_pair"); i++) {
+        errors += bench_floor_adjacent(&cfg, &floor);
+        errors += bench_semaphore_pair(&cfg, &floor, pair_threads[i]);
+    }
+    static const int semaphore_workers[] = {2, 4, 16};
+    for (size_t i = 0; i < 3 && selected(&cfg, "semaphore_contended"); i++) {
+        errors += bench_floor_adjacent(&cfg, &floor);
+        errors += bench_semaphore_contended(&cfg, &floor, semaphore_workers[i]);
+    }
+    static const long long renewal_locks[] = {1000, 10000, 100000};
+    for (size_t i = 0; i < (bench_quick() ? 2 : 3) && selected(&cfg, "renewal_scale"); i++)
+        errors += bench_renewal_scale(&cfg, renewal_locks[i]);
+    static const long long waiters[] = {1000, 10000};
+    for (size_t i = 0; i < (bench_quick() ? 1 : 2) && selected(&cfg, "waiters_scale"); i++)
+        errors += bench_waiters_scale(&cfg, waiters[i]);
+    for (size_t i = 0; i < 3 && selected(&cfg, "naive"); i++) {
+        errors += bench_floor_adjacent(&cfg, &floor);
+        errors += bench_naive_pair(&cfg, &floor, pair_threads[i]);
+    }
+    for (size_t i = 0; i < 5 && selected(&cfg, "naive"); i++) {
+        errors += bench_floor_adjacent(&cfg, &floor);
+        errors += bench_naive_contend(&cfg, &floor, "contended_handoff", handoffs[i].workers,
+                                      handoffs[i].processes, 0);
+    }
+    if (selected(&cfg, "naive")) {
+        errors += bench_floor_adjacent(&cfg, &floor);
+        errors += bench_naive_contend(&cfg, &floor, "hold_10ms", 4, false, 10000);
     }
     if (errors)
         fprintf(stderr, "dlock-bench: %lld error(s), see the JSON's \"errors\"\n", errors);

@@ -272,6 +272,8 @@ long long bench_contended_handoff(const bench_config *cfg, const bench_floor *fl
     bench_json_num("ratio_handoff_from_release_start_p50_to_floor",
                    bench_samples_pct_us(&f.from_start, 0.5) / floor_us);
     bench_json_counters(&before, &after, (double)f.sections, "section", true);
+    bench_json_cdf("handoff_cdf_us", &f.latency); /* for the PNG bench/run.sh draws */
+    bench_json_cdf("handoff_from_release_start_cdf_us", &f.from_start);
     bench_json_close();
     bench_json_end(errors);
 

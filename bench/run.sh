@@ -1,34 +1,51 @@
 #!/usr/bin/env bash
-# bench/run.sh [DLOCK-BENCH ARGS...] — run dlock-bench against a private redis-server and
-# keep the results (what `make bench` runs, after `make build`).
-#
-# NOT YET HERE (a later issue): the peers (redis-py Lock, npm redlock and redis-semaphore
-# under bench/peers/), the naive SET NX PX lock, the server's script ceiling
-# (redis-benchmark EVALSHA) and the PNG of the hand-off distribution (gnuplot). Today this
-# script runs dlock against the PING / PUBLISH floor only.
+# bench/run.sh [DLOCK-BENCH ARGS...] — dlock, the floor, the naive lock and the peers, in one
+# run against one private redis-server on one machine (what `make bench` runs, after
+# `make build`). The design notes' BENCHMARKS.md says what is measured; docs/benchmarks.md
+# shows the latest table and picture.
 #
 # Builds nothing: it runs $DLOCK_BUILD_DIR/bench/dlock-bench (default build-release,
 # relative to the repository root). It starts its own redis-server (from PATH, or
 # $DLOCK_REDIS_SERVER) in a temp directory on a unix socket and a loopback TCP port,
-# ignoring any DLOCK_URL; runs every workload over the unix socket and floor_ping once
-# more over TCP; writes bench/results/<UTC timestamp>.json (a JSON array of the objects
-# dlock-bench printed) and prints a table with the ratios to the floor:
-#   uncontended_pair   pair p50 / (2 x PING p50)
-#   contended_handoff  hand-off p50 / (PUBLISH delivery p50 + PING p50)
-# where the floor is the one dlock-bench measured just before that workload (shown in
-# brackets; the floor_* rows are the long measurement at the start).
-# The server is stopped by its pid when the script ends, fails or is interrupted.
+# ignoring any DLOCK_URL, and over the unix socket runs, each bounded in time:
+#
+#   1. dlock-bench: the floor (PING, PUBLISH delivery, the script ceiling through
+#      redis-benchmark), every dlock workload, and the naive SET NX PX lock;
+#      then floor_ping once more over TCP;
+#   2. the redis-py peer (bench/peers/python/redis_py_lock.py, Debian's python3-redis),
+#      with redis-py's default retry interval and with the lowest;
+#   3. the npm peers (bench/peers/node/peer.js: redlock and redis-semaphore, on ioredis),
+#      each with its default retry interval and with the lowest.
+#
+# It writes bench/results/<UTC timestamp>.json (a JSON array of every object printed),
+# prints the tables (bench/report.py: each figure, its ratio to the floor, dlock against the
+# naive lock and each peer; also saved as <stamp>.txt) and draws the hand-off latency
+# distribution of dlock, the naive lock and the peers as bench/results/<stamp>-handoff.png
+# (gnuplot). The server is stopped by its pid when the script ends, fails or is
+# interrupted.
+#
+# What the peers and the picture need is installed HERE when missing, never by the build:
+#   python3-redis, gnuplot-nox   apt-get install, when run as root (else: skipped, with
+#                                the reason printed)
+#   redlock, redis-semaphore,    npm ci into bench/peers/node/node_modules (from the
+#   ioredis                      committed package.json and package-lock.json)
+# Whatever cannot be installed (no root, registry unreachable, no node) is skipped with a
+# printed reason; the rest of the run goes on. DLOCK_BENCH_INSTALL=0 installs nothing;
+# DLOCK_BENCH_PEERS=0 runs no peer.
 #
 # CPU placement: with 2 or more CPUs (and taskset), redis-server runs on CPU 0 and
-# dlock-bench on the others, so every round trip crosses CPUs as it would cross a network.
-# Unpinned, on a 2-vCPU VM the PING p50 flips between about 13 us (both on one CPU) and
-# about 50 us (waking the other CPU) with wherever the scheduler put them, and every ratio
-# with it; pinned, it stays in the second mode (still drifting by some 10 us between runs,
-# hence the floor measured beside each workload). DLOCK_BENCH_PIN=0 turns pinning off; the
-# placement is recorded in every JSON object.
-# QUICK=1 shortens every workload (dlock-bench reads it). The table needs jq.
-# Exits 1 if dlock-bench counted errors (the results are kept all the same), 2 on setup
-# failures.
+# dlock-bench and the peers on the others, so every round trip crosses CPUs as it would
+# cross a network. Unpinned, on a 2-vCPU VM the PING p50 flips between about 13 us (both
+# on one CPU) and about 50 us (waking the other CPU) with wherever the scheduler put them,
+# and every ratio with it; pinned, it stays in the second mode (still drifting by some
+# 10 us between runs, hence the floor dlock-bench measures beside each workload; the peers
+# are held against the floor_* rows measured at the start). DLOCK_BENCH_PIN=0 turns
+# pinning off; the placement is recorded in every JSON object.
+#
+# QUICK=1 shortens every workload (1 s instead of 3 s; fewer floor samples; renewal_scale
+# without 100k locks, waiters_scale without 10k): under 2 minutes instead of about 4-5.
+# Exits 1 if any program counted errors or failed (the results are kept all the same),
+# 2 on setup failures.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -47,14 +64,98 @@ fi
 
 ncpu=$(nproc)
 server_cmd=("$redis_server")
-bench_cmd=("$program")
+client_pin=() # prefix of every client program: dlock-bench and the peers
 placement="not pinned, $ncpu CPUs"
 if [ "${DLOCK_BENCH_PIN:-1}" != 0 ] && [ "$ncpu" -ge 2 ] && command -v taskset >/dev/null 2>&1 &&
     taskset -c 0 true 2>/dev/null && taskset -c "1-$((ncpu - 1))" true 2>/dev/null; then
     server_cmd=(taskset -c 0 "$redis_server")
-    bench_cmd=(taskset -c "1-$((ncpu - 1))" "$program")
-    placement="redis-server on CPU 0, dlock-bench on CPU 1-$((ncpu - 1)), of $ncpu CPUs"
+    client_pin=(taskset -c "1-$((ncpu - 1))")
+    placement="redis-server on CPU 0, dlock-bench and the peers on CPU 1-$((ncpu - 1)), of $ncpu CPUs"
 fi
+quick=0
+[ "${QUICK:-}" = 1 ] && quick=1
+
+# ---- what the peers and the picture need: installed here when missing, never by the build --
+apt_updated=0
+# apt_install PACKAGE: 0 once installed; 1 (with the reason printed) when it cannot be.
+apt_install() {
+    local why=""
+    if [ "${DLOCK_BENCH_INSTALL:-1}" = 0 ]; then
+        why="DLOCK_BENCH_INSTALL=0"
+    elif [ "$(id -u)" -ne 0 ]; then
+        why="not root: sudo apt-get install $1"
+    elif ! command -v apt-get >/dev/null 2>&1; then
+        why="no apt-get"
+    fi
+    if [ -n "$why" ]; then
+        echo "run.sh: $1 is missing and this run does not install it ($why)" >&2
+        return 1
+    fi
+    echo "run.sh: installing $1 (apt-get)" >&2
+    if DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install -y -q --no-install-recommends "$1" \
+        >/dev/null 2>&1; then
+        return 0
+    fi
+    if [ "$apt_updated" = 0 ]; then # a fresh machine may have no package lists yet
+        apt_updated=1
+        timeout 300 apt-get update -q >/dev/null 2>&1 || true
+        DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install -y -q --no-install-recommends \
+            "$1" >/dev/null 2>&1 && return 0
+    fi
+    echo "run.sh: apt-get install $1 failed" >&2
+    return 1
+}
+
+# A python3 that imports redis: Debian's (/usr/bin/python3) first, where python3-redis goes.
+find_redis_python() {
+    for py in /usr/bin/python3 "$(command -v python3 || true)"; do
+        if [ -n "$py" ] && [ -x "$py" ] && "$py" -c 'import redis' >/dev/null 2>&1; then
+            echo "$py"
+            return 0
+        fi
+    done
+    return 1
+}
+
+peers=${DLOCK_BENCH_PEERS:-1}
+redis_python=""
+if [ "$peers" != 0 ]; then
+    redis_python=$(find_redis_python || true)
+    if [ -z "$redis_python" ] && apt_install python3-redis; then
+        redis_python=$(find_redis_python || true)
+    fi
+    [ -n "$redis_python" ] || echo "run.sh: skipping the redis-py peer (no python3-redis)" >&2
+fi
+node_dir="$root/bench/peers/node"
+node_ok=0
+if [ "$peers" != 0 ]; then
+    if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+        echo "run.sh: skipping the npm peers (no node/npm: apt-get install nodejs npm)" >&2
+    elif [ -d "$node_dir/node_modules/redlock" ] && [ -d "$node_dir/node_modules/redis-semaphore" ] &&
+        [ -d "$node_dir/node_modules/ioredis" ]; then
+        node_ok=1
+    elif [ "${DLOCK_BENCH_INSTALL:-1}" = 0 ]; then
+        echo "run.sh: skipping the npm peers (not installed in bench/peers/node; DLOCK_BENCH_INSTALL=0)" >&2
+    else
+        echo "run.sh: installing redlock, redis-semaphore, ioredis into bench/peers/node (npm ci)" >&2
+        npm_log=$(mktemp "${TMPDIR:-/tmp}/dlock-bench-npm.XXXXXX")
+        if timeout 180 npm ci --prefix "$node_dir" --no-audit --no-fund --loglevel=error \
+            >"$npm_log" 2>&1; then
+            node_ok=1
+        else
+            echo "run.sh: skipping the npm peers: npm ci failed (registry unreachable?):" >&2
+            tail -5 "$npm_log" >&2 || true
+        fi
+        rm -f "$npm_log"
+    fi
+fi
+gnuplot_ok=0
+if command -v gnuplot >/dev/null 2>&1 || apt_install gnuplot-nox; then
+    gnuplot_ok=1
+else
+    echo "run.sh: no gnuplot: the tables only, no PNG" >&2
+fi
+report_python=${redis_python:-$(command -v python3 || true)}
 
 # A unix socket path must stay short (about 100 bytes): fall back to /tmp for a long TMPDIR.
 tmp_base=${TMPDIR:-/tmp}
@@ -126,79 +227,62 @@ fi
 unset DLOCK_URL
 lines="$dir/results.jsonl"
 status=0
-echo "run.sh: dlock-bench on unix://$sock ${QUICK:+(QUICK=$QUICK)}" >&2
-"${bench_cmd[@]}" "$@" --url "unix://$sock" --placement "$placement" >>"$lines" || status=$?
-echo "run.sh: floor_ping on redis://127.0.0.1:$port" >&2
-"${bench_cmd[@]}" "$@" --url "redis://127.0.0.1:$port" --only floor_ping --placement "$placement" \
-    >>"$lines" || status=$?
+load_start=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?")
+t_start=$(date +%s)
+if [ "$quick" = 1 ]; then bound=240; else bound=600; fi # per program, seconds
+# run_client NAME CMD...: one client program, its JSON lines into $lines; its failure is
+# reported and remembered, never fatal.
+run_client() {
+    local name=$1 rc=0 t0
+    shift
+    t0=$(date +%s)
+    echo "run.sh: $name" >&2
+    timeout --signal=TERM --kill-after=10 "$bound" ${client_pin[@]+"${client_pin[@]}"} "$@" \
+        >>"$lines" || rc=$?
+    echo "run.sh:   $(($(date +%s) - t0)) s" >&2
+    if [ "$rc" -ne 0 ]; then
+        echo "run.sh: $name exited $rc$([ "$rc" = 124 ] && echo " (over ${bound}s: stopped)")" >&2
+        status=1
+    fi
+}
+run_client "dlock-bench on unix://$sock ${QUICK:+(QUICK=$QUICK)}" \
+    "$program" "$@" --url "unix://$sock" --placement "$placement"
+run_client "floor_ping on redis://127.0.0.1:$port" \
+    "$program" "$@" --url "redis://127.0.0.1:$port" --only floor_ping --placement "$placement"
+if [ -n "$redis_python" ]; then
+    for variant in default min_retry; do
+        run_client "redis-py Lock ($variant)" "$redis_python" "$root/bench/peers/python/redis_py_lock.py" \
+            --url "unix://$sock" --variant "$variant" --placement "$placement"
+    done
+fi
+if [ "$node_ok" = 1 ]; then
+    for lib in redlock redis-semaphore; do
+        for variant in default min_retry; do
+            run_client "$lib ($variant)" node "$node_dir/peer.js" --lib "$lib" --variant "$variant" \
+                --url "unix://$sock" --placement "$placement"
+        done
+    done
+fi
 stop_server
+load_end=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?")
 
 mkdir -p "$root/bench/results"
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 out="$root/bench/results/$stamp.json"
-if command -v jq >/dev/null 2>&1; then
-    jq -s . "$lines" >"$out"
-else
-    { echo "["; sed '$!s/$/,/' "$lines"; echo "]"; } >"$out"
-fi
+{ echo "["; sed '$!s/$/,/' "$lines"; echo "]"; } >"$out"
 echo "run.sh: results in ${out#"$root"/}" >&2
-
-if ! command -v jq >/dev/null 2>&1; then
-    echo "run.sh: no jq, no table (apt-get install jq); the raw lines:" >&2
-    cat "$lines"
+if [ -z "$report_python" ]; then
+    echo "run.sh: no python3, no table; the raw lines are in ${out#"$root"/}" >&2
     exit "$status"
 fi
-
-echo "dlock $(jq -r '.[0].dlock_version' "$out"), redis $(jq -r '.[0].redis_version' "$out")," \
-    "$(uname -sr), $(date -u '+%Y-%m-%d %H:%M UTC')${QUICK:+, QUICK=$QUICK}"
-echo "$placement"
-# One row per figure: workload, params, figure, value, ratio to the floor.
-jq -r '
-  def r1: if . == null then "-" else (. * 10 | round / 10 | tostring) end;
-  def r2: if . == null then "-" else (. * 100 | round / 100 | tostring) end;
-  def row($w; $p; $f; $v; $ratio): [$w, $p, $f, $v, $ratio] | @tsv;
-  def per($a; $b): if $a == null or $b == null or $b == 0 then null else $a / $b end;
-  (["workload", "params", "figure", "value", "ratio to floor"] | @tsv),
-  (.[] | .figures as $f | .params as $p |
-    if .workload == "floor_ping" then
-      row("floor_ping"; .transport; "rtt p50 / p99 us"; "\($f.rtt_p50_us | r1) / \($f.rtt_p99_us | r1)"; ""),
-      row("floor_ping"; .transport; "CPU us per ping client, server";
-          "\($f.client_cpu_us_per_ping | r1), \($f.server_cpu_us_per_ping | r1)"; "")
-    elif .workload == "floor_publish" then
-      row("floor_publish"; .transport; "delivery p50 / p99 us";
-          "\($f.delivery_p50_us | r1) / \($f.delivery_p99_us | r1)"; ""),
-      row("floor_publish"; .transport; "CPU us per message client, server";
-          "\($f.client_cpu_us_per_message | r1), \($f.server_cpu_us_per_message | r1)"; "")
-    elif .workload == "uncontended_pair" then
-      ("T=\($p.threads)") as $params |
-      row("uncontended_pair"; $params; "pairs/s"; ($f.pairs_per_s | round | tostring); ""),
-      row("uncontended_pair"; $params; "pair p50 / p99 us";
-          "\($f.pair_p50_us | r1) / \($f.pair_p99_us | r1)";
-          "\($f.ratio_pair_p50_to_2x_ping_p50 | r2)x 2 PING (\($f.floor_ping_p50_us | r1))"),
-      row("uncontended_pair"; $params; "dlock_client_ping p50 us"; ($f.client_ping_p50_us | r1);
-          "\(per($f.client_ping_p50_us; $f.floor_ping_p50_us) | r2)x PING"),
-      row("uncontended_pair"; $params; "EVALSHA, PUBLISH per pair";
-          "\($f.evalsha_per_pair | r2), \($f.publish_per_pair | r2)"; ""),
-      row("uncontended_pair"; $params; "CPU us per pair client, server";
-          "\($f.client_cpu_us_per_pair | r1), \($f.server_cpu_us_per_pair | r1)"; "")
-    elif .workload == "contended_handoff" then
-      ("P=\($p.workers) \($p.mode)") as $params |
-      row("contended_handoff"; $params; "sections/s"; ($f.sections_per_s | round | tostring); ""),
-      row("contended_handoff"; $params; "hand-off p50 / p99 us";
-          "\($f.handoff_p50_us | r1) / \($f.handoff_p99_us | r1)";
-          "\($f.ratio_handoff_p50_to_floor | r2)x PUB+PING (\($f.floor_publish_p50_us | r1)+\($f.floor_ping_p50_us | r1))"),
-      row("contended_handoff"; $params; "from release call p50 / p99 us";
-          "\($f.handoff_from_release_start_p50_us | r1) / \($f.handoff_from_release_start_p99_us | r1)";
-          "\($f.ratio_handoff_from_release_start_p50_to_floor | r2)x PUB+PING"),
-      row("contended_handoff"; $params; "hand-offs / sections"; ($f.handoff_share | r2); ""),
-      row("contended_handoff"; $params; "fairness min/max"; ($f.fairness_min_max | r2); ""),
-      row("contended_handoff"; $params; "EVALSHA, SUBSCRIBE per section";
-          "\($f.evalsha_per_section | r2), \($f.subscribe_per_section | r2)"; ""),
-      row("contended_handoff"; $params; "CPU us per section client, server";
-          "\($f.client_cpu_us_per_section | r1), \($f.server_cpu_us_per_section | r1)"; "")
-    else empty end),
-  (if ([.[].errors] | add) > 0 then
-     ("ERRORS" + "\t" + ([.[] | select(.errors > 0) | "\(.workload): \(.errors)"] | join(", ")))
-   else empty end)
-' "$out" | column -t -s $'\t'
+png="$root/bench/results/$stamp-handoff.png"
+report_args=(--elapsed "$(($(date +%s) - t_start))" --load "$load_start -> $load_end"
+    --command "${QUICK:+QUICK=$QUICK }make bench")
+[ "$gnuplot_ok" = 1 ] && report_args+=(--png "$png")
+"$report_python" "$root/bench/report.py" "$out" "${report_args[@]}" |
+    tee "$root/bench/results/$stamp.txt" || status=1
+[ "$gnuplot_ok" = 1 ] && [ -f "$png" ] && echo "run.sh: picture in ${png#"$root"/}" >&2
+if [ "$("$report_python" -c 'import json,sys; print(sum((o.get("errors") or 0) for o in json.load(open(sys.argv[1]))))' "$out" 2>/dev/null || echo 0)" != 0 ]; then
+    status=1
+fi
 exit "$status"
