@@ -82,7 +82,8 @@ static struct world {
     /* an async client on a loop this thread never runs: this thread is its loop thread */
     struct ev_loop *loop;
     dlock_client *lc;
-    dlock_lock *l_lock, *l_fenced, *l_fair, *l_multi, *l_multi_members[2], *l_red;
+    dlock_lock *l_lock, *l_fenced, *l_fair, *l_multi, *l_multi_members[2], *l_red,
+        *l_red_members[2];
     dlock_rwlock *l_rw;
     dlock_semaphore *l_sem;
     dlock_permits *l_permits;
@@ -1276,7 +1277,10 @@ static void world_setup(void) {
     OK(dlock_lock_new(W.lc, "bi:m1", &W.l_multi_members[0]));
     OK(dlock_lock_new(W.lc, "bi:m2", &W.l_multi_members[1]));
     OK(dlock_multilock_new(W.l_multi_members, 2, &W.l_multi));
-    OK(dlock_redlock_new(W.l_multi_members, 2, &W.l_red));
+    /* a member belongs to one composite: the RedLock has its own */
+    OK(dlock_lock_new(W.lc, "bi:r1", &W.l_red_members[0]));
+    OK(dlock_lock_new(W.lc, "bi:r2", &W.l_red_members[1]));
+    OK(dlock_redlock_new(W.l_red_members, 2, &W.l_red));
     OK(dlock_semaphore_new(W.lc, "bi:sem", &W.l_sem));
     OK(dlock_permits_new(W.lc, "bi:permits", &W.l_permits));
     OK(dlock_latch_new(W.lc, "bi:latch", &W.l_latch));
@@ -1284,6 +1288,8 @@ static void world_setup(void) {
 
 static void world_teardown(void) {
     dlock_lock_free(W.l_red);
+    dlock_lock_free(W.l_red_members[0]);
+    dlock_lock_free(W.l_red_members[1]);
     dlock_lock_free(W.l_multi);
     dlock_lock_free(W.l_multi_members[0]);
     dlock_lock_free(W.l_multi_members[1]);
