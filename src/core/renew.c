@@ -94,6 +94,11 @@ static void lease_free(dlock__lease *l) {
 
 /* ---- timers ----------------------------------------------------------------------------- */
 
+/* A lease counts as lost this long before it could end in Redis: the renewal's one-way
+ * trip and the two machines' clock rates are unknown, so the holder is told a little early
+ * rather than just after another client may have got in (Redlock's drift factor). */
+static int64_t lost_margin_ms(const dlock_client *c) { return c->opts.watchdog_ms / 100 + 2; }
+
 static int64_t tick_period_ms(const dlock_client *c) {
     int64_t p = c->opts.watchdog_ms / 3;
     return p > 0 ? p : 1;
@@ -145,7 +150,7 @@ static void on_renewed(dlock_client *c, int status, const dlock__reply *reply, v
         if (!answered)
             continue; /* unconfirmed: the expiry timer decides */
         if (dlock__reply_int(dlock__reply_at(reply, i)) == 1) {
-            int64_t until = b->sent_ms + c->opts.watchdog_ms;
+            int64_t until = b->sent_ms + c->opts.watchdog_ms - lost_margin_ms(c);
             if (until > l->confirmed_until_ms) {
                 unlink_lease(r, l);
                 l->confirmed_until_ms = until;
@@ -288,7 +293,7 @@ void dlock__lease_held(dlock__lease *l, int64_t sent_at_ms) {
     if (l->state != L_PENDING)
         return;
     unlink_lease(r, l);
-    l->confirmed_until_ms = sent_at_ms + c->opts.watchdog_ms;
+    l->confirmed_until_ms = sent_at_ms + c->opts.watchdog_ms - lost_margin_ms(c);
     insert_held(r, l);
     if (!dlock__timer_active(&r->tick_timer))
         dlock__timer_start(&c->sched, &r->tick_timer, tick_period_ms(c));

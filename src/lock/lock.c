@@ -88,6 +88,8 @@ struct lock_op {
     dlock__waiter waiter;
     int64_t sent_ms;
     int64_t believed;
+    bool report_lost; /* release: a lost hold is reported by this release, which still
+                         releases the owner's live holds */
     /* results for the blocking face */
     bool out_bool;
     int64_t out_int;
@@ -277,6 +279,14 @@ static void acquire_attempt(dlock__waiter *w) {
     lock_op *op = DLOCK__CONTAINER_OF(w, lock_op, waiter);
     dlock_lock *l = op->lock;
     hold *h = op->hold;
+    if (h->release_unsure) {
+        /* A release failed with DLOCK_ECONN and was not repeated: count it as applied. If
+         * it was not, this acquire finds one hold more than it believes and takes that
+         * hold as its own (acquire.lua's resend rule), so no hold is left behind. */
+        if (h->count > 0)
+            h->count--;
+        h->release_unsure = false;
+    }
     dlock__lock_view v = view_of(l, h, op->lease_ms);
     v.once = op->wait_ms == 0;
     dlock__args a = {0};
@@ -392,8 +402,11 @@ static void on_release_reply(dlock_client *c, int status, const dlock__reply *re
     lock_op *op = arg;
     hold *h = op->hold;
     if (status != DLOCK_OK) {
-        /* DLOCK_ECONN: it may or may not have been applied; a repeat will tell */
-        h->release_unsure = status == DLOCK_ECONN;
+        /* DLOCK_ECONN: it may or may not have been applied. A repeat of the release
+         * settles it (release.lua's resend rule); if the owner acquires instead, that
+         * acquire counts it as applied first (acquire_attempt). */
+        if (status == DLOCK_ECONN)
+            h->release_unsure = true;
         op_fail(op, status, reply);
         return;
     }
@@ -402,12 +415,21 @@ static void on_release_reply(dlock_client *c, int status, const dlock__reply *re
     int64_t left = dlock__reply_int(reply);
     if (left >= 0) {
         h->count = left;
+        if (op->report_lost) {
+            h->lost--;
+            dlock__op_fail(&op->op, DLOCK_ELOST, "lock %s: an earlier hold was lost",
+                           op->lock->name);
+            op_finish(op, DLOCK_ELOST);
+            return;
+        }
         op_finish(op, DLOCK_OK);
         return;
     }
     /* The owner holds nothing in Redis. (Judged by what the client knows, not by the count
      * it sent: that is 0 while an acquire of the owner is in flight.) */
-    if (h->count == 0) {
+    if (h->count == 0 && unsure) {
+        op_finish(op, DLOCK_OK); /* the release that failed had been applied */
+    } else if (h->count == 0) {
         dlock__op_fail(&op->op, DLOCK_ENOTOWNER, "lock %s is not held by this owner",
                        op->lock->name);
         op_finish(op, DLOCK_ENOTOWNER);
@@ -435,12 +457,15 @@ static void release_start(dlock__op *o) {
         return;
     }
     op->hold = h;
-    if (h->lost > 0) {
+    if (h->lost > 0 && h->count == 0) {
         h->lost--;
         dlock__op_fail(&op->op, DLOCK_ELOST, "lock %s was lost while held", l->name);
         op_finish(op, DLOCK_ELOST);
         return;
     }
+    /* A hold was lost but the owner took the lock again since: this release gives the live
+     * hold back (it must not stay behind, renewed for ever) and reports the loss. */
+    op->report_lost = h->lost > 0;
     /* With an acquire of this owner in flight (the async face, a composite giving back a
      * member), the count may grow before this release runs: then the script is told it
      * does not know (0), so it takes no hold for an orphan of a failed acquire. */

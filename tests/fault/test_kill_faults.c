@@ -10,11 +10,22 @@
  *   the load every lock is free within one lease (watchdog_ms 2000: an acquire that failed
  *   with DLOCK_ECONN may have left a hold nobody renews), and every client still acquires
  *   and releases each lock;
+ * - the same against fair locks (issue 7; 6 s, fair_wait_ms = watchdog_ms) and against
+ *   read-write locks (issue 8; 6 s, 25 % of the sections on the write half, the rest on
+ *   the read half): for the read-write lock the writers' sections are one checker per
+ *   lock (never overlapping, exact counter) and the readers' are logged apart and compared
+ *   with them (checker_check_excluded(): no reader section meets a writer's); the
+ *   clients' last round takes both halves. The lines of waiters (redisson_lock_queue:{N},
+ *   redisson_lock_timeout:{N}, {N}:rwlock_writers) have no TTL: an entry left by an
+ *   attempt that failed with DLOCK_ECONN is dropped by the next script call past its
+ *   deadline, so a lease after the last round one more attempt is made on each lock, and
+ *   then nothing at all may be left in Redis (DBSIZE 0);
  * - the subscriber connections killed (CLIENT KILL TYPE pubsub) while 6 threads of 2
  *   clients wait for a held lock, and the lock released right after: the release's message
  *   is lost with the connections, yet every waiter gets the lock within about a second
  *   (they resubscribe and try again), long before the holder's 30 s lease would have let
- *   them in;
+ *   them in; the same with a fair lock (each waiter subscribed on its own channel and in
+ *   the line; the release wakes only the first, and the line is gone afterwards);
  * - a holder paused past its lease (a forked child holding a fenced watchdog lock,
  *   watchdog_ms 1500, SIGSTOPped): Redis frees the lock, another client takes it with a
  *   higher token; after SIGCONT the child's lost callback fires once, its release says
@@ -67,6 +78,49 @@ static redis_fixture *start_server(void) {
     redis_fixture *f = NULL;
     assert_int_equal(redis_fixture_start(NULL, &f), 0);
     return f;
+}
+
+/* The lock kinds the scenarios run against (issues 7 and 8). */
+typedef enum lock_kind { KIND_LOCK, KIND_FAIR, KIND_RWLOCK } lock_kind;
+
+static const char *kind_name(lock_kind kind) {
+    return kind == KIND_LOCK ? "lock" : kind == KIND_FAIR ? "fair lock" : "read-write lock";
+}
+
+/* One lock of any kind: l is the lock, or the read-write lock's write half. */
+typedef struct any_lock {
+    dlock_lock *l;
+    dlock_rwlock *rw; /* KIND_RWLOCK only */
+} any_lock;
+
+static int make_lock(dlock_client *c, const char *name, lock_kind kind, any_lock *out) {
+    *out = (any_lock){0};
+    switch (kind) {
+    case KIND_LOCK:
+        return dlock_lock_new(c, name, &out->l);
+    case KIND_FAIR:
+        return dlock_fairlock_new(c, name, &out->l);
+    case KIND_RWLOCK: {
+        int rc = dlock_rwlock_new(c, name, &out->rw);
+        if (rc == DLOCK_OK)
+            out->l = dlock_rwlock_write(out->rw);
+        return rc;
+    }
+    }
+    return DLOCK_EINVAL;
+}
+
+/* The half a section takes: the lock itself, or the read-write lock's write or read half. */
+static dlock_lock *lock_half(const any_lock *a, bool write) {
+    return a->rw != NULL && !write ? dlock_rwlock_read(a->rw) : a->l;
+}
+
+static void free_lock(any_lock *a) {
+    if (a->rw != NULL)
+        dlock_rwlock_free(a->rw);
+    else
+        dlock_lock_free(a->l);
+    *a = (any_lock){0};
 }
 
 static dlock_client *connect_client(redis_fixture *f, int64_t watchdog_ms) {
@@ -194,10 +248,13 @@ static void tally_print(tally *t) {
 }
 
 typedef struct kill_load {
+    lock_kind kind;
     const char *url;
-    int64_t watchdog_ms;
+    int64_t watchdog_ms; /* fair_wait_ms too */
     int64_t deadline_ms;
-    checker *k[KILL_LOCKS];
+    int write_percent;        /* KIND_RWLOCK: share of the sections on the write half */
+    checker *k[KILL_LOCKS];   /* the sections (KIND_RWLOCK: the writers'); every error */
+    checker *rk[KILL_LOCKS];  /* KIND_RWLOCK: the readers' sections */
     char name[KILL_LOCKS][32];
     tally *t;
     int done_fd; /* children write 'D' when their workers stopped, then their verdict */
@@ -207,7 +264,7 @@ typedef struct kill_load {
 typedef struct kill_process {
     const kill_load *ld;
     dlock_client *c;
-    dlock_lock *l[KILL_LOCKS];
+    any_lock l[KILL_LOCKS];
 } kill_process;
 
 typedef struct kill_worker {
@@ -231,8 +288,11 @@ static void *kill_worker_main(void *arg) {
     const bool bounded = (w->id / 2) % 2 == 1;
     while (test_now_ms() < ld->deadline_ms) {
         int o = (int)(rand_r(&w->seed) % KILL_LOCKS);
-        dlock_lock *l = w->p->l[o];
-        checker *k = ld->k[o];
+        const bool write =
+            ld->kind != KIND_RWLOCK || (int)(rand_r(&w->seed) % 100) < ld->write_percent;
+        dlock_lock *l = lock_half(&w->p->l[o], write);
+        checker *k = ld->k[o];               /* errors go here whatever the half */
+        checker *sk = write ? k : ld->rk[o]; /* the section's log */
         int rc =
             bounded ? dlock_lock_try_acquire(l, 1000, lease_ms) : dlock_lock_acquire(l, lease_ms);
         tally_add(ld->t, bounded ? OP_TRY_ACQUIRE : OP_ACQUIRE, rc);
@@ -244,15 +304,18 @@ static void *kill_worker_main(void *arg) {
             test_sleep_ms(2);
             continue;
         }
-        checker_exit(k, checker_enter(k, w->id), 0);
+        checker_exit(sk, checker_enter(sk, w->id), 0);
         rc = dlock_lock_release(l);
         tally_add(ld->t, OP_RELEASE, rc);
         if (rc != DLOCK_OK && rc != DLOCK_ECONN && rc != DLOCK_ELOST)
             checker_error(k, w->id, "release %s: %s (%s)", ld->name[o], dlock_err_name(rc),
                           dlock_last_error());
     }
-    for (int o = 0; o < KILL_LOCKS; o++)
+    for (int o = 0; o < KILL_LOCKS; o++) {
         checker_finished(ld->k[o], w->id);
+        if (ld->rk[o] != NULL)
+            checker_finished(ld->rk[o], w->id);
+    }
     return NULL;
 }
 
@@ -267,10 +330,14 @@ static _Noreturn void kill_process_main(const kill_load *ld, int index) {
     dlock_options_init(&o);
     o.url = ld->url;
     o.watchdog_ms = ld->watchdog_ms;
+    o.fair_wait_ms = ld->watchdog_ms;
     int rc = dlock_client_new(&o, &p.c);
     for (int i = 0; rc == DLOCK_OK && i < KILL_LOCKS; i++)
-        if ((rc = dlock_lock_new(p.c, ld->name[i], &p.l[i])) == DLOCK_OK)
-            rc = dlock_lock_on_lost(p.l[i], count_lost, ld->t);
+        if ((rc = make_lock(p.c, ld->name[i], ld->kind, &p.l[i])) == DLOCK_OK &&
+            (rc = dlock_lock_on_lost(lock_half(&p.l[i], true), count_lost, ld->t)) ==
+                DLOCK_OK &&
+            p.l[i].rw != NULL)
+            rc = dlock_lock_on_lost(lock_half(&p.l[i], false), count_lost, ld->t);
     if (rc != DLOCK_OK) {
         checker_error(ld->k[0], index * KILL_THREADS, "process %d setup: %s (%s)", index,
                       dlock_err_name(rc), dlock_last_error());
@@ -295,39 +362,60 @@ static _Noreturn void kill_process_main(const kill_load *ld, int index) {
     (void)!write(ld->done_fd, "D", 1);
     if (read(ld->go_fd, &go, 1) != 1 || go != 'G')
         verdict = '1';
-    for (int i = 0; verdict == '0' && i < KILL_LOCKS; i++) {
-        if ((rc = dlock_lock_acquire(p.l[i], 10000)) != DLOCK_OK ||
-            (rc = dlock_lock_release(p.l[i])) != DLOCK_OK) {
-            checker_error(ld->k[i], index * KILL_THREADS, "after the kills, %s: %s (%s)",
-                          ld->name[i], dlock_err_name(rc), dlock_last_error());
-            verdict = '1';
+    /* each half of a read-write lock */
+    for (int half = 0; half < (ld->kind == KIND_RWLOCK ? 2 : 1); half++)
+        for (int i = 0; verdict == '0' && i < KILL_LOCKS; i++) {
+            dlock_lock *l = lock_half(&p.l[i], half == 0);
+            if ((rc = dlock_lock_acquire(l, 10000)) != DLOCK_OK ||
+                (rc = dlock_lock_release(l)) != DLOCK_OK) {
+                checker_error(ld->k[i], index * KILL_THREADS, "after the kills, %s%s: %s (%s)",
+                              ld->name[i], half ? " (read)" : "", dlock_err_name(rc),
+                              dlock_last_error());
+                verdict = '1';
+            }
         }
-    }
     for (int i = 0; i < KILL_LOCKS; i++)
-        dlock_lock_free(p.l[i]);
+        free_lock(&p.l[i]);
     if (p.c != NULL && dlock_client_free(p.c) != DLOCK_OK)
         verdict = '1';
     (void)!write(ld->done_fd, &verdict, 1);
     test_child_exit(verdict == '0' ? 0 : 1);
 }
 
+static long long count_keys(redis_fixture *f, const char *pattern) {
+    redisReply *r = redis_fixture_cmd(f, "KEYS %s", pattern);
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    long long n = (long long)r->elements;
+    freeReplyObject(r);
+    return n;
+}
+
+/* Every hold is gone: the lock hashes, and a read-write lock's read holds' timeout keys
+ * (which run out by their own leases). The lines of waiters are not holds: see below. */
 static bool all_locks_free(redis_fixture *f, const kill_load *ld) {
     for (int o = 0; o < KILL_LOCKS; o++)
         if (redis_fixture_int(f, "EXISTS %s", ld->name[o]) != 0)
             return false;
-    return true;
+    return ld->kind != KIND_RWLOCK || count_keys(f, "*:rwlock_timeout:*") == 0;
 }
 
-static void
-test_command_connections_killed_every_300ms_under_load_keep_sections_apart(void **state) {
-    (void)state;
-    test_watchdog_arm(BUDGET_S, __func__);
+static void run_command_kills(lock_kind kind, int64_t duration_base_ms) {
     redis_fixture *f = start_server();
-    kill_load ld = {.url = redis_fixture_unix_url(f),
-                    .watchdog_ms = test_under_valgrind() ? 6000 : 2000};
+    kill_load ld = {.kind = kind,
+                    .url = redis_fixture_unix_url(f),
+                    .watchdog_ms = test_under_valgrind() ? 6000 : 2000,
+                    .write_percent = 25};
+    static const char *const prefix[] = {"killed", "killed-fair", "killed-rw"};
     for (int o = 0; o < KILL_LOCKS; o++) {
-        snprintf(ld.name[o], sizeof(ld.name[o]), "killed-%d", o);
+        snprintf(ld.name[o], sizeof(ld.name[o]), "%s-%d", prefix[kind], o);
         ld.k[o] = checker_new(ld.name[o], KILL_PROCESSES * KILL_THREADS, KILL_LOG_CAPACITY, false);
+        if (kind == KIND_RWLOCK) {
+            char readers[48];
+            snprintf(readers, sizeof(readers), "%s readers", ld.name[o]);
+            ld.rk[o] =
+                checker_new(readers, KILL_PROCESSES * KILL_THREADS, KILL_LOG_CAPACITY, false);
+        }
     }
     ld.t = checker_shared_alloc(sizeof(tally));
     int done[2], go[2];
@@ -336,7 +424,7 @@ test_command_connections_killed_every_300ms_under_load_keep_sections_apart(void 
     ld.done_fd = done[1];
     ld.go_fd = go[0];
 
-    int64_t duration_ms = (int64_t)(8000 * test_scale());
+    int64_t duration_ms = (int64_t)((double)duration_base_ms * test_scale());
     if (duration_ms < 3000)
         duration_ms = 3000;
     int64_t start = test_now_ms();
@@ -388,6 +476,28 @@ test_command_connections_killed_every_300ms_under_load_keep_sections_apart(void 
         if (read_full(done[0], &v, 1, test_slack_ms(20000)) && v == '0')
             verdicts_ok++;
     }
+    /* The lines of waiters (fair: redisson_lock_queue:{N}, redisson_lock_timeout:{N};
+     * read-write: {N}:rwlock_writers) have no TTL: a waiter whose attempt failed with
+     * DLOCK_ECONN may have left its entry, which the next script call on the lock drops
+     * once its deadline (fair_wait_ms = watchdog_ms after its last refresh) has passed.
+     * So: one lease after the last round, one more attempt on each lock, then nothing at
+     * all may be left in Redis. */
+    long long leftover_before_purge = -1;
+    if (kind != KIND_LOCK) {
+        leftover_before_purge = redis_fixture_int(f, "DBSIZE");
+        test_sleep_ms(ld.watchdog_ms + 100);
+        dlock_client *c = connect_client(f, ld.watchdog_ms);
+        for (int o = 0; o < KILL_LOCKS; o++) {
+            any_lock a;
+            ASSERT_RC(make_lock(c, ld.name[o], kind, &a), DLOCK_OK);
+            for (int half = 0; half < (kind == KIND_RWLOCK ? 2 : 1); half++) {
+                ASSERT_RC(dlock_lock_try_acquire(lock_half(&a, half == 0), 0, 10000), DLOCK_OK);
+                ASSERT_RC(dlock_lock_release(lock_half(&a, half == 0)), DLOCK_OK);
+            }
+            free_lock(&a);
+        }
+        ASSERT_RC(dlock_client_free(c), DLOCK_OK);
+    }
     for (int i = 0; i < KILL_PROCESSES; i++) {
         int status = 0;
         assert_int_equal(waitpid(pid[i], &status, 0), pid[i]);
@@ -398,16 +508,29 @@ test_command_connections_killed_every_300ms_under_load_keep_sections_apart(void 
     close(done[0]);
     close(go[1]);
 
-    long sections = 0;
+    long sections = 0, reads = 0;
     checker_report r[KILL_LOCKS];
+    checker_cross_report x[KILL_LOCKS];
+    memset(x, 0, sizeof(x));
     for (int o = 0; o < KILL_LOCKS; o++) {
         r[o] = checker_check(ld.k[o]);
         sections += r[o].sections;
+        if (ld.rk[o] != NULL) {
+            x[o] = checker_check_excluded(ld.k[o], ld.rk[o]);
+            reads += x[o].shared_sections;
+        }
     }
-    printf("# %d processes x %d threads on %d locks, %d kills (%ld connections, %lld new ones) "
+    printf("# %s: %d processes x %d threads on %d locks, %d kills (%ld connections, %lld new ones) "
            "in %lld ms: %ld sections, %.0f sections/s; locks free %lld ms after the load\n",
-           KILL_PROCESSES, KILL_THREADS, KILL_LOCKS, kills, killed, reconnects, (long long)load_ms,
-           sections, (double)sections * 1000.0 / (double)load_ms, (long long)freed_after);
+           kind_name(kind), KILL_PROCESSES, KILL_THREADS, KILL_LOCKS, kills, killed, reconnects,
+           (long long)load_ms, sections + reads,
+           (double)(sections + reads) * 1000.0 / (double)load_ms, (long long)freed_after);
+    if (kind == KIND_RWLOCK)
+        printf("#   %ld writes, %ld reads\n", sections, reads);
+    if (kind != KIND_LOCK)
+        printf("#   keys left after the last round: %lld; after one more attempt a lease later: "
+               "%lld\n",
+               leftover_before_purge, redis_fixture_int(f, "DBSIZE"));
     tally_print(ld.t);
     fflush(stdout);
 
@@ -420,18 +543,47 @@ test_command_connections_killed_every_300ms_under_load_keep_sections_apart(void 
                      r[o].open, r[o].errors, r[o].first_error, r[o].first_problem);
         if (r[o].sections == 0)
             fail_msg("%s: nobody ever held it", ld.name[o]);
+        if (kind == KIND_RWLOCK && !x[o].ok)
+            fail_msg("%s: %ld reader sections meet a writer's (%s), %ld never exited, %ld dropped",
+                     ld.name[o], x[o].conflicts, x[o].first_conflict, x[o].shared_open,
+                     x[o].shared_dropped);
     }
+    if (kind == KIND_RWLOCK && reads == 0)
+        fail_msg("nobody ever read");
+    if (kind != KIND_LOCK)
+        assert_int_equal(redis_fixture_int(f, "DBSIZE"), 0);
     assert_true(kills >= 3);
     assert_true(killed >= kills); /* every kill found the clients' command connections */
     /* the codes counted are all the ones that may occur (a worker reports any other) */
     assert_int_equal(tally_get(ld.t, OP_ACQUIRE, DLOCK_OK) +
                          tally_get(ld.t, OP_TRY_ACQUIRE, DLOCK_OK),
-                     sections);
+                     sections + reads);
 
-    for (int o = 0; o < KILL_LOCKS; o++)
+    for (int o = 0; o < KILL_LOCKS; o++) {
         checker_free(ld.k[o]);
+        checker_free(ld.rk[o]);
+    }
     checker_shared_free(ld.t, sizeof(tally));
     redis_fixture_stop(f);
+}
+
+static void
+test_command_connections_killed_every_300ms_under_load_keep_sections_apart(void **state) {
+    (void)state;
+    test_watchdog_arm(BUDGET_S, __func__);
+    run_command_kills(KIND_LOCK, 8000);
+}
+
+static void test_command_connections_killed_under_load_on_fair_locks(void **state) {
+    (void)state;
+    test_watchdog_arm(BUDGET_S, __func__);
+    run_command_kills(KIND_FAIR, 6000);
+}
+
+static void test_command_connections_killed_under_load_on_a_read_write_mix(void **state) {
+    (void)state;
+    test_watchdog_arm(BUDGET_S, __func__);
+    run_command_kills(KIND_RWLOCK, 6000);
 }
 
 /* ---- scenario 3: subscriber connections killed while waiters wait ------------------------- */
@@ -465,19 +617,42 @@ static void *pubsub_waiter_main(void *arg) {
  * refuse_reconnect: the server refuses new connections (maxclients) from the kill until
  * 300 ms after the release, so the release's message is certainly lost and the waiters
  * must find out on their own once they are back. */
-static void run_pubsub_kill(bool refuse_reconnect) {
+/* The waiters' subscriptions: the lock's waiters of one client share the lock's channel
+ * (one subscriber per client); each fair-lock waiter has a channel of its own
+ * (redisson_lock__channel:{N}:<client-id>:<owner>, one subscriber each). */
+static long long pubsub_subscribers(redis_fixture *f, lock_kind kind, const char *name) {
+    if (kind != KIND_FAIR) {
+        char channel[96];
+        snprintf(channel, sizeof(channel), "redisson_lock__channel:{%s}", name);
+        return numsub(f, channel);
+    }
+    redisReply *r = redis_fixture_cmd(f, "PUBSUB CHANNELS redisson_lock__channel:{%s}:*", name);
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    long long n = 0;
+    for (size_t i = 0; i < r->elements; i++)
+        n += numsub(f, r->element[i]->str);
+    freeReplyObject(r);
+    return n;
+}
+
+static void run_pubsub_kill(lock_kind kind, bool refuse_reconnect) {
     redis_fixture *f = start_server();
-    const char *name = "pubsub-killed";
-    const char *channel = "redisson_lock__channel:{pubsub-killed}";
+    const char *name = kind == KIND_FAIR ? "pubsub-killed-fair" : "pubsub-killed";
+    /* every waiter asleep: the lock's waiters, one subscription per client; the fair
+     * lock's, one each, and all in the line */
+    const long long subscribers = kind == KIND_FAIR ? PUBSUB_WAITERS : PUBSUB_CLIENTS;
     dlock_client *holder_client = connect_client(f, 0);
-    dlock_lock *holder = NULL;
-    ASSERT_RC(dlock_lock_new(holder_client, name, &holder), DLOCK_OK);
+    any_lock holder_lock;
+    ASSERT_RC(make_lock(holder_client, name, kind, &holder_lock), DLOCK_OK);
+    dlock_lock *holder = holder_lock.l;
     dlock_client *c[PUBSUB_CLIENTS];
+    any_lock a[PUBSUB_CLIENTS];
     dlock_lock *l[PUBSUB_CLIENTS];
     for (int i = 0; i < PUBSUB_CLIENTS; i++) {
         c[i] = connect_client(f, 0);
-        l[i] = NULL;
-        ASSERT_RC(dlock_lock_new(c[i], name, &l[i]), DLOCK_OK);
+        ASSERT_RC(make_lock(c[i], name, kind, &a[i]), DLOCK_OK);
+        l[i] = a[i].l;
     }
     checker *k = checker_new(name, PUBSUB_WAITERS, 64, false);
     ASSERT_RC(dlock_lock_acquire(holder, 30000), DLOCK_OK);
@@ -491,8 +666,14 @@ static void run_pubsub_kill(bool refuse_reconnect) {
     /* every waiter asleep: both clients subscribed, and time for each waiter's attempt
      * after the subscription was confirmed */
     bool subscribed = false;
-    POLL_UNTIL(subscribed, numsub(f, channel) == PUBSUB_CLIENTS, test_slack_ms(3000));
-    assert_true(subscribed);
+    POLL_UNTIL(subscribed,
+               pubsub_subscribers(f, kind, name) == subscribers &&
+                   (kind != KIND_FAIR ||
+                    redis_fixture_int(f, "LLEN redisson_lock_queue:{%s}", name) == PUBSUB_WAITERS),
+               test_slack_ms(3000));
+    if (!subscribed)
+        fail_msg("%lld subscribers, expected %lld", pubsub_subscribers(f, kind, name),
+                 subscribers);
     test_sleep_ms(test_slack_ms(200));
     for (int i = 0; i < PUBSUB_WAITERS; i++)
         assert_int_equal(atomic_load(&w[i].rc), 1); /* still waiting */
@@ -530,12 +711,12 @@ static void run_pubsub_kill(bool refuse_reconnect) {
             last = w[i].acquired_ms - released_at;
     }
     checker_report r = checker_check(k);
-    printf("# pubsub killed (%d connections)%s: all %d waiters in within %lld ms of %s; "
+    printf("# %s: pubsub killed (%d connections)%s: all %d waiters in within %lld ms of %s; "
            "%lld subscribers now\n",
-           killed, refuse_reconnect ? ", reconnects refused for 300 ms" : "", PUBSUB_WAITERS,
-           (long long)last,
+           kind_name(kind), killed, refuse_reconnect ? ", reconnects refused for 300 ms" : "",
+           PUBSUB_WAITERS, (long long)last,
            refuse_reconnect ? "the server taking connections again" : "the release",
-           numsub(f, channel));
+           pubsub_subscribers(f, kind, name));
     /* With backoff (retry_delay_ms 1000: at once, then 500..1000 ms later) each of the two
      * subscriber links would be refused once in 300 ms. They are refused thousands of times:
      * a subscriber link has no handshake, so it counts as ready as soon as the socket
@@ -550,13 +731,17 @@ static void run_pubsub_kill(bool refuse_reconnect) {
      * most once more), then one attempt each */
     ASSERT_BETWEEN(last, 0, refuse_reconnect ? test_slack_ms(2500) : test_slack_ms(1500));
     assert_int_equal(redis_fixture_int(f, "EXISTS %s", name), 0);
+    if (kind == KIND_FAIR) { /* everybody left the line */
+        assert_int_equal(redis_fixture_int(f, "EXISTS redisson_lock_queue:{%s}", name), 0);
+        assert_int_equal(redis_fixture_int(f, "EXISTS redisson_lock_timeout:{%s}", name), 0);
+    }
 
     checker_free(k);
     for (int i = 0; i < PUBSUB_CLIENTS; i++) {
-        dlock_lock_free(l[i]);
+        free_lock(&a[i]);
         dlock_client_free(c[i]);
     }
-    dlock_lock_free(holder);
+    free_lock(&holder_lock);
     dlock_client_free(holder_client);
     redis_fixture_stop(f);
 }
@@ -565,13 +750,20 @@ static void
 test_subscriber_connections_killed_while_six_waiters_wait_all_still_acquire(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
-    run_pubsub_kill(false);
+    run_pubsub_kill(KIND_LOCK, false);
+}
+
+static void
+test_subscriber_connections_killed_while_six_fair_waiters_wait_all_still_acquire(void **state) {
+    (void)state;
+    test_watchdog_arm(BUDGET_S, __func__);
+    run_pubsub_kill(KIND_FAIR, false);
 }
 
 static void test_waiters_that_missed_the_release_while_reconnecting_still_acquire(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
-    run_pubsub_kill(true);
+    run_pubsub_kill(KIND_LOCK, true);
 }
 
 /* ---- scenario 7: a holder paused past its lease ------------------------------------------- */
@@ -732,8 +924,15 @@ int main(void) {
         cmocka_unit_test_teardown(
             test_command_connections_killed_every_300ms_under_load_keep_sections_apart,
             kill_children),
+        cmocka_unit_test_teardown(test_command_connections_killed_under_load_on_fair_locks,
+                                  kill_children),
+        cmocka_unit_test_teardown(test_command_connections_killed_under_load_on_a_read_write_mix,
+                                  kill_children),
         cmocka_unit_test_teardown(
             test_subscriber_connections_killed_while_six_waiters_wait_all_still_acquire,
+            kill_children),
+        cmocka_unit_test_teardown(
+            test_subscriber_connections_killed_while_six_fair_waiters_wait_all_still_acquire,
             kill_children),
         cmocka_unit_test_teardown(
             test_waiters_that_missed_the_release_while_reconnecting_still_acquire, kill_children),

@@ -399,7 +399,11 @@ test_writer_gets_in_under_a_continuous_stream_of_readers_within_fair_wait_plus_2
            "%ld read sections\n",
            READERS, sampler.free_seen, sampler.samples, (double)total_ms / rounds,
            (long long)worst_ms, rounds, (long long)fair_wait_ms, sections);
+#if !defined(__SANITIZE_THREAD__)
+    /* the setup really was a continuous stream (ThreadSanitizer slows the readers too
+     * much for that: there only the writer's bound above is checked) */
     assert_true(sampler.free_seen * 20 <= sampler.samples); /* at most 5 % of samples */
+#endif
     assert_int_equal(redis_fixture_int(f, "EXISTS {stream}:rwlock_writers"), 0);
     for (int c = 0; c < CLIENTS; c++) {
         dlock_rwlock_free(rrw[c]);

@@ -3,7 +3,8 @@
  *
  * What is proven:
  * - the checker itself catches what it must: overlapping sections, lost updates, falling
- *   tokens, unfinished workers and sections never exited (synthetic logs), two threads
+ *   tokens, unfinished workers and sections never exited, a reader's section meeting a
+ *   writer's while readers' sections may meet each other (synthetic logs), two threads
  *   sharing a section without a lock, and processes forked by the load harness below doing
  *   the same (so the shared log does cross process boundaries);
  * - 4 processes x 8 threads on 4 reentrant locks for 20 s (x DLOCK_TEST_SCALE, at least
@@ -12,7 +13,15 @@
  * - the same on 4 fenced locks (shorter): the token of each holder is above the previous
  *   holder's, per lock, and each lock's token counter equals its number of acquisitions;
  * - a semaphore of one permit is a mutex: 2 processes x 4 threads, 5 s, and the permit is
- *   back at the end.
+ *   back at the end;
+ * - fair locks (issue 7): 3 processes x 4 threads on 2 fair locks for 6 s: as for the
+ *   reentrant lock, and the line is gone afterwards (redisson_lock_queue:{N} and
+ *   redisson_lock_timeout:{N} absent, nothing at all left in Redis);
+ * - a read-write lock (issue 8): 3 processes x 4 threads on 2 read-write locks for 6 s, 20 %
+ *   of the sections on the write half: writers' sections never overlap each other (one
+ *   checker, exact counter), no reader's section overlaps a writer's (the readers' own
+ *   log, compared with checker_check_excluded()), readers did share, and nothing is left
+ *   in Redis (hash, {N}:rwlock_writers, read holds' timeout keys).
  *
  * The harness: the test computes a deadline and forks the processes; each makes its own
  * client after the fork, its threads pick one of the objects at random for every section
@@ -137,6 +146,40 @@ static void test_checker_passes_a_clean_log_and_names_each_kind_of_problem(void 
     assert_int_equal(r.errors, 1);
     assert_string_equal(r.first_error, "worker 0: acquire: DLOCK_ECONN");
     checker_free(k);
+
+    /* readers against writers: two readers inside together are fine, a reader inside
+     * while a writer is, is not (whichever entered first) */
+    checker *wk = checker_new("writers", 3, 16, false);
+    checker *rk = checker_new("readers", 3, 16, false);
+    long r1 = checker_enter(rk, 0);
+    long r2 = checker_enter(rk, 1);
+    sleep_us(100);
+    checker_exit(rk, r2, 0);
+    checker_exit(rk, r1, 0);
+    sleep_us(100);
+    checker_exit(wk, checker_enter(wk, 2), 0); /* alone: clean */
+    sleep_us(100);
+    checker_cross_report x = checker_check_excluded(wk, rk);
+    assert_true(x.ok);
+    assert_int_equal(x.shared_sections, 2);
+    assert_int_equal(x.shared_overlapping, 1);
+    assert_int_equal(x.conflicts, 0);
+    long wslot = checker_enter(wk, 2);
+    sleep_us(100);
+    long r3 = checker_enter(rk, 0); /* a reader while the writer is inside */
+    sleep_us(100);
+    checker_exit(wk, wslot, 0);
+    sleep_us(100);
+    long w2 = checker_enter(wk, 2); /* a writer while the reader is inside */
+    checker_exit(rk, r3, 0);
+    checker_exit(wk, w2, 0);
+    x = checker_check_excluded(wk, rk);
+    assert_false(x.ok);
+    assert_int_equal(x.shared_sections, 3);
+    assert_int_equal(x.conflicts, 1); /* one reader section, meeting two writers */
+    assert_non_null(strstr(x.first_conflict, "readers worker 0"));
+    checker_free(wk);
+    checker_free(rk);
 }
 
 /* ---- the checker against threads that share a section without a lock ---------------------- */
@@ -190,7 +233,14 @@ static void test_checker_sees_two_threads_without_a_lock_overlap_and_lose_update
 
 /* ---- the load harness ---------------------------------------------------------------------- */
 
-typedef enum object_kind { KIND_NONE, KIND_LOCK, KIND_FENCED, KIND_SEMAPHORE } object_kind;
+typedef enum object_kind {
+    KIND_NONE,
+    KIND_LOCK,
+    KIND_FENCED,
+    KIND_SEMAPHORE,
+    KIND_FAIR,
+    KIND_RWLOCK
+} object_kind;
 
 static const char *kind_name(object_kind kind) {
     switch (kind) {
@@ -202,6 +252,10 @@ static const char *kind_name(object_kind kind) {
         return "fenced lock";
     case KIND_SEMAPHORE:
         return "semaphore";
+    case KIND_FAIR:
+        return "fair lock";
+    case KIND_RWLOCK:
+        return "read-write lock";
     }
     return "?";
 }
@@ -211,7 +265,9 @@ typedef struct load {
     const char *url;
     int processes, threads, objects;
     int64_t deadline_ms; /* monotonic; the clock is the same in every process */
-    checker *k[MAX_OBJECTS];
+    int write_percent;   /* KIND_RWLOCK: share of sections taken on the write half */
+    checker *k[MAX_OBJECTS];  /* the sections (KIND_RWLOCK: the writers'); every error */
+    checker *rk[MAX_OBJECTS]; /* KIND_RWLOCK: the readers' sections */
     char name[MAX_OBJECTS][32];
 } load;
 
@@ -220,8 +276,36 @@ typedef struct load_process {
     int index;
     dlock_client *c;
     dlock_lock *l[MAX_OBJECTS];
+    dlock_rwlock *rw[MAX_OBJECTS];
     dlock_semaphore *s[MAX_OBJECTS];
 } load_process;
+
+/* Makes process p's handle on object i, by kind (KIND_NONE: none). */
+static int make_object(load_process *p, int i) {
+    const char *name = p->ld->name[i];
+    switch (p->ld->kind) {
+    case KIND_NONE:
+        return DLOCK_OK;
+    case KIND_LOCK:
+        return dlock_lock_new(p->c, name, &p->l[i]);
+    case KIND_FENCED:
+        return dlock_fencedlock_new(p->c, name, &p->l[i]);
+    case KIND_FAIR:
+        return dlock_fairlock_new(p->c, name, &p->l[i]);
+    case KIND_RWLOCK:
+        return dlock_rwlock_new(p->c, name, &p->rw[i]);
+    case KIND_SEMAPHORE:
+        return dlock_semaphore_new(p->c, name, &p->s[i]);
+    }
+    return DLOCK_EINVAL;
+}
+
+/* The lock a section of object o takes: the object's, or the read-write lock's half. */
+static dlock_lock *object_lock(load_process *p, int o, bool write) {
+    if (p->ld->kind == KIND_RWLOCK)
+        return write ? dlock_rwlock_write(p->rw[o]) : dlock_rwlock_read(p->rw[o]);
+    return p->l[o];
+}
 
 typedef struct load_worker {
     load_process *p;
@@ -229,27 +313,31 @@ typedef struct load_worker {
     unsigned seed;
 } load_worker;
 
-static int object_take(load_process *p, int o, int64_t lease_ms) {
+static int object_take(load_process *p, int o, bool write, int64_t lease_ms) {
     switch (p->ld->kind) {
     case KIND_NONE:
         sleep_us(20);
         return DLOCK_OK; /* a pause, as a round trip would be */
     case KIND_LOCK:
     case KIND_FENCED:
-        return dlock_lock_acquire(p->l[o], lease_ms);
+    case KIND_FAIR:
+    case KIND_RWLOCK:
+        return dlock_lock_acquire(object_lock(p, o, write), lease_ms);
     case KIND_SEMAPHORE:
         return dlock_semaphore_acquire(p->s[o], 1);
     }
     return DLOCK_EINVAL;
 }
 
-static int object_give(load_process *p, int o) {
+static int object_give(load_process *p, int o, bool write) {
     switch (p->ld->kind) {
     case KIND_NONE:
         return DLOCK_OK;
     case KIND_LOCK:
     case KIND_FENCED:
-        return dlock_lock_release(p->l[o]);
+    case KIND_FAIR:
+    case KIND_RWLOCK:
+        return dlock_lock_release(object_lock(p, o, write));
     case KIND_SEMAPHORE:
         return dlock_semaphore_release(p->s[o], 1);
     }
@@ -264,26 +352,33 @@ static void *load_worker_main(void *arg) {
     const int64_t lease_ms = w->id % 2 ? 30000 : DLOCK_WATCHDOG;
     while (test_now_ms() < ld->deadline_ms) {
         int o = (int)(rand_r(&w->seed) % (unsigned)ld->objects);
-        checker *k = ld->k[o];
-        int rc = object_take(p, o, lease_ms);
+        /* read-write lock: write_percent of the sections write, the rest read */
+        const bool write =
+            ld->kind != KIND_RWLOCK || (int)(rand_r(&w->seed) % 100) < ld->write_percent;
+        checker *k = ld->k[o];                  /* errors go here whatever the half */
+        checker *sk = write ? k : ld->rk[o];    /* the section's log */
+        int rc = object_take(p, o, write, lease_ms);
         if (rc != DLOCK_OK) {
-            checker_error(k, w->id, "acquire %s: %s (%s)", ld->name[o], dlock_err_name(rc),
-                          dlock_last_error());
+            checker_error(k, w->id, "acquire %s%s: %s (%s)", ld->name[o],
+                          write ? "" : " (read)", dlock_err_name(rc), dlock_last_error());
             return NULL; /* unfinished */
         }
-        long slot = checker_enter(k, w->id);
+        long slot = checker_enter(sk, w->id);
         uint64_t token = 0;
         if (ld->kind == KIND_FENCED && (rc = dlock_lock_token(p->l[o], &token)) != DLOCK_OK)
             checker_error(k, w->id, "token %s: %s", ld->name[o], dlock_err_name(rc));
-        checker_exit(k, slot, token);
-        if ((rc = object_give(p, o)) != DLOCK_OK) {
-            checker_error(k, w->id, "release %s: %s (%s)", ld->name[o], dlock_err_name(rc),
-                          dlock_last_error());
+        checker_exit(sk, slot, token);
+        if ((rc = object_give(p, o, write)) != DLOCK_OK) {
+            checker_error(k, w->id, "release %s%s: %s (%s)", ld->name[o],
+                          write ? "" : " (read)", dlock_err_name(rc), dlock_last_error());
             return NULL;
         }
     }
-    for (int o = 0; o < ld->objects; o++)
+    for (int o = 0; o < ld->objects; o++) {
         checker_finished(ld->k[o], w->id);
+        if (ld->rk[o] != NULL)
+            checker_finished(ld->rk[o], w->id);
+    }
     return NULL;
 }
 
@@ -298,14 +393,8 @@ static _Noreturn void load_process_main(const load *ld, int index) {
         dlock_options_init(&o);
         o.url = ld->url;
         rc = dlock_client_new(&o, &p.c);
-        for (int i = 0; rc == DLOCK_OK && i < ld->objects; i++) {
-            if (ld->kind == KIND_LOCK)
-                rc = dlock_lock_new(p.c, ld->name[i], &p.l[i]);
-            else if (ld->kind == KIND_FENCED)
-                rc = dlock_fencedlock_new(p.c, ld->name[i], &p.l[i]);
-            else
-                rc = dlock_semaphore_new(p.c, ld->name[i], &p.s[i]);
-        }
+        for (int i = 0; rc == DLOCK_OK && i < ld->objects; i++)
+            rc = make_object(&p, i);
     }
     if (rc != DLOCK_OK) {
         checker_error(ld->k[0], index * ld->threads, "process %d setup: %s (%s)", index,
@@ -331,6 +420,7 @@ static _Noreturn void load_process_main(const load *ld, int index) {
     }
     for (int i = 0; i < ld->objects; i++) {
         dlock_lock_free(p.l[i]);
+        dlock_rwlock_free(p.rw[i]);
         dlock_semaphore_free(p.s[i]);
     }
     if (p.c != NULL && dlock_client_free(p.c) != DLOCK_OK)
@@ -347,16 +437,24 @@ static void load_init(load *ld, const char *prefix) {
         snprintf(ld->name[o], sizeof(ld->name[o]), "%s-%d", prefix, o);
         ld->k[o] = checker_new(ld->name[o], ld->processes * ld->threads, LOG_CAPACITY,
                                ld->kind == KIND_FENCED);
+        if (ld->kind == KIND_RWLOCK) {
+            char readers[48];
+            snprintf(readers, sizeof(readers), "%s readers", ld->name[o]);
+            ld->rk[o] = checker_new(readers, ld->processes * ld->threads, LOG_CAPACITY, false);
+        }
     }
 }
 
 static void load_destroy(load *ld) {
-    for (int o = 0; o < ld->objects; o++)
+    for (int o = 0; o < ld->objects; o++) {
         checker_free(ld->k[o]);
+        checker_free(ld->rk[o]);
+    }
 }
 
 typedef struct load_result {
     checker_report r[MAX_OBJECTS];
+    checker_cross_report x[MAX_OBJECTS]; /* KIND_RWLOCK: readers against writers */
     long sections;
     int64_t took_ms;
     int failed_processes;
@@ -391,6 +489,10 @@ static load_result load_run(load *ld, int64_t duration_ms) {
     for (int o = 0; o < ld->objects; o++) {
         res.r[o] = checker_check(ld->k[o]);
         res.sections += res.r[o].sections;
+        if (ld->rk[o] != NULL) {
+            res.x[o] = checker_check_excluded(ld->k[o], ld->rk[o]);
+            res.sections += res.x[o].shared_sections;
+        }
     }
     printf("# %s: %d processes x %d threads on %d, %ld sections in %lld ms, %.0f sections/s\n",
            kind_name(ld->kind), ld->processes, ld->threads, ld->objects, res.sections,
@@ -413,7 +515,29 @@ static void assert_load_clean(redis_fixture *f, const load *ld, const load_resul
             fail_msg("%s: nobody ever held it", ld->name[o]);
         if (ld->kind != KIND_SEMAPHORE)
             assert_int_equal(redis_fixture_int(f, "EXISTS %s", ld->name[o]), 0);
+        if (ld->kind == KIND_RWLOCK) {
+            const checker_cross_report *x = &res->x[o];
+            if (!x->ok)
+                fail_msg("%s: %ld reader sections meet a writer's (%s), %ld never exited, "
+                         "%ld dropped",
+                         ld->name[o], x->conflicts, x->first_conflict, x->shared_open,
+                         x->shared_dropped);
+            if (x->shared_sections == 0)
+                fail_msg("%s: nobody ever read", ld->name[o]);
+            /* no waiting writer left behind, no read hold's timeout key */
+            assert_int_equal(redis_fixture_int(f, "EXISTS {%s}:rwlock_writers", ld->name[o]), 0);
+        }
+        if (ld->kind == KIND_FAIR) {
+            /* nobody left in the line */
+            assert_int_equal(redis_fixture_int(f, "EXISTS redisson_lock_queue:{%s}", ld->name[o]),
+                             0);
+            assert_int_equal(
+                redis_fixture_int(f, "EXISTS redisson_lock_timeout:{%s}", ld->name[o]), 0);
+        }
     }
+    /* the new kinds leave nothing at all (the read holds' timeout keys included) */
+    if (ld->kind == KIND_FAIR || ld->kind == KIND_RWLOCK)
+        assert_int_equal(redis_fixture_int(f, "DBSIZE"), 0);
 }
 
 static void test_load_harness_sees_processes_without_a_lock_overlap(void **state) {
@@ -495,6 +619,47 @@ static void test_semaphore_of_one_permit_is_a_mutex_under_load(void **state) {
     redis_fixture_stop(f);
 }
 
+static void test_fair_locks_under_load_never_overlap_and_leave_no_line(void **state) {
+    (void)state;
+    test_watchdog_arm(BUDGET_S, __func__);
+    redis_fixture *f = start_server();
+    load ld = {.kind = KIND_FAIR,
+               .url = redis_fixture_unix_url(f),
+               .processes = 3,
+               .threads = 4,
+               .objects = 2};
+    load_init(&ld, "fair");
+    load_result res = load_run(&ld, scaled_ms(6000, 2000));
+    assert_load_clean(f, &ld, &res);
+    load_destroy(&ld);
+    redis_fixture_stop(f);
+}
+
+static void test_rwlock_under_load_writers_exclude_everyone_readers_share(void **state) {
+    (void)state;
+    test_watchdog_arm(BUDGET_S, __func__);
+    redis_fixture *f = start_server();
+    load ld = {.kind = KIND_RWLOCK,
+               .url = redis_fixture_unix_url(f),
+               .processes = 3,
+               .threads = 4,
+               .objects = 2,
+               .write_percent = 20};
+    load_init(&ld, "rw");
+    load_result res = load_run(&ld, scaled_ms(6000, 2000));
+    assert_load_clean(f, &ld, &res);
+    long writes = 0, reads = 0, shared = 0;
+    for (int o = 0; o < ld.objects; o++) {
+        writes += res.r[o].sections;
+        reads += res.x[o].shared_sections;
+        shared += res.x[o].shared_overlapping;
+    }
+    printf("# read-write lock: %ld writes, %ld reads (%ld began beside another reader)\n", writes,
+           reads, shared);
+    load_destroy(&ld);
+    redis_fixture_stop(f);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_checker_passes_a_clean_log_and_names_each_kind_of_problem),
@@ -503,6 +668,8 @@ int main(void) {
         cmocka_unit_test(test_four_processes_eight_threads_on_four_locks_never_overlap),
         cmocka_unit_test(test_fenced_locks_under_load_give_each_holder_a_higher_token),
         cmocka_unit_test(test_semaphore_of_one_permit_is_a_mutex_under_load),
+        cmocka_unit_test(test_fair_locks_under_load_never_overlap_and_leave_no_line),
+        cmocka_unit_test(test_rwlock_under_load_writers_exclude_everyone_readers_share),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -268,3 +268,104 @@ checker_report checker_check(checker *k) {
     fflush(stdout);
     return rep;
 }
+
+/* Complete records of k, sorted by enter time; *open and *dropped as in the check. */
+static record *complete_sorted(checker *k, long *n_out, long *open, long *dropped) {
+    long sections = atomic_load(&k->next_slot);
+    *dropped = sections > k->capacity ? sections - k->capacity : 0;
+    long logged = sections - *dropped;
+    record *sorted = malloc(sizeof(record) * (size_t)(logged ? logged : 1));
+    if (sorted == NULL) {
+        fprintf(stderr, "checker: out of memory\n");
+        abort();
+    }
+    long n = 0;
+    *open = 0;
+    for (long i = 0; i < logged; i++) {
+        record *r = &k->log[i];
+        if (atomic_load_explicit(&r->state, memory_order_acquire) != SLOT_COMPLETE) {
+            (*open)++;
+            continue;
+        }
+        sorted[n].enter_ns = r->enter_ns;
+        sorted[n].exit_ns = r->exit_ns;
+        sorted[n].token = r->token;
+        sorted[n].worker = r->worker;
+        n++;
+    }
+    qsort(sorted, (size_t)n, sizeof(record), by_enter);
+    *n_out = n;
+    return sorted;
+}
+
+checker_cross_report checker_check_excluded(checker *exclusive, checker *shared) {
+    checker_cross_report rep;
+    memset(&rep, 0, sizeof(rep));
+    long nx = 0, xopen = 0, xdropped = 0;
+    record *x = complete_sorted(exclusive, &nx, &xopen, &xdropped);
+    long ns = 0;
+    record *s = complete_sorted(shared, &ns, &rep.shared_open, &rep.shared_dropped);
+    rep.shared_sections = atomic_load(&shared->next_slot);
+    rep.shared_recorded = ns;
+    /* x sorted by enter; max_exit[i] = the latest exit among x[0..i], so that a shared
+     * section [a, b) meets an exclusive one iff some x entered before b and left after a,
+     * i.e. max_exit of the last x entering before b is > a (robust even if the exclusive
+     * sections overlapped each other) */
+    int64_t *max_exit = malloc(sizeof(int64_t) * (size_t)(nx ? nx : 1));
+    long *max_at = malloc(sizeof(long) * (size_t)(nx ? nx : 1));
+    if (max_exit == NULL || max_at == NULL) {
+        fprintf(stderr, "checker: out of memory\n");
+        abort();
+    }
+    for (long i = 0; i < nx; i++) {
+        bool later = i == 0 || x[i].exit_ns > max_exit[i - 1];
+        max_exit[i] = later ? x[i].exit_ns : max_exit[i - 1];
+        max_at[i] = later ? i : max_at[i - 1];
+    }
+    int64_t origin = nx && (!ns || x[0].enter_ns < s[0].enter_ns) ? x[0].enter_ns
+                     : ns                                          ? s[0].enter_ns
+                                                                   : 0;
+    int64_t shared_latest_exit = INT64_MIN;
+    for (long j = 0; j < ns; j++) {
+        if (s[j].enter_ns < shared_latest_exit)
+            rep.shared_overlapping++;
+        if (s[j].exit_ns > shared_latest_exit)
+            shared_latest_exit = s[j].exit_ns;
+        /* the last exclusive section entered before this shared one exited */
+        long lo = 0, hi = nx; /* first index with enter_ns >= s[j].exit_ns */
+        while (lo < hi) {
+            long mid = lo + (hi - lo) / 2;
+            if (x[mid].enter_ns < s[j].exit_ns)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo == 0 || max_exit[lo - 1] <= s[j].enter_ns)
+            continue;
+        const record *w = &x[max_at[lo - 1]];
+        if (rep.conflicts++ == 0)
+            snprintf(rep.first_conflict, sizeof(rep.first_conflict),
+                     "%s worker %d in [%.3f, %.3f] ms meets %s worker %d in [%.3f, %.3f] ms",
+                     shared->name, s[j].worker, (double)(s[j].enter_ns - origin) / 1e6,
+                     (double)(s[j].exit_ns - origin) / 1e6, exclusive->name, w->worker,
+                     (double)(w->enter_ns - origin) / 1e6, (double)(w->exit_ns - origin) / 1e6);
+    }
+    free(max_exit);
+    free(max_at);
+    free(x);
+    free(s);
+    rep.ok = rep.conflicts == 0 && rep.shared_open == 0 && rep.shared_dropped == 0;
+    printf("# checker %s vs %s: %ld shared sections (%ld began while another was inside), "
+           "%ld meet an exclusive one",
+           shared->name, exclusive->name, rep.shared_sections, rep.shared_overlapping,
+           rep.conflicts);
+    if (rep.shared_open)
+        printf(", %ld never exited", rep.shared_open);
+    if (rep.shared_dropped)
+        printf(", %ld dropped", rep.shared_dropped);
+    printf("%s\n", rep.ok ? "" : " - FAILED");
+    if (rep.first_conflict[0])
+        printf("#   first conflict: %s\n", rep.first_conflict);
+    fflush(stdout);
+    return rep;
+}

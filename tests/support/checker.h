@@ -85,4 +85,21 @@ checker_report checker_check(checker *k);
 void *checker_shared_alloc(size_t size);
 void checker_shared_free(void *p, size_t size);
 
+/* Cross-check for a read-write lock: `exclusive` logs the writers' sections (checked as
+ * usual by checker_check()), `shared` the readers' (which may overlap each other, so its
+ * own checker_check() would report those overlaps and lost counter updates). Counts the
+ * shared sections that overlap any exclusive section. Call it when no worker runs; prints
+ * one line "# checker SHARED vs EXCLUSIVE: ...". Only complete sections are compared. */
+typedef struct checker_cross_report {
+    long shared_sections;    /* slots taken in `shared` */
+    long shared_recorded;    /* complete shared sections compared */
+    long shared_open;        /* shared sections entered but never exited */
+    long shared_dropped;     /* shared sections that found the log full */
+    long shared_overlapping; /* shared sections that began before an earlier one ended */
+    long conflicts;          /* shared sections overlapping an exclusive section */
+    char first_conflict[256];
+    bool ok; /* conflicts, open and dropped all 0 */
+} checker_cross_report;
+checker_cross_report checker_check_excluded(checker *exclusive, checker *shared);
+
 #endif /* DLOCK_TEST_CHECKER_H */
