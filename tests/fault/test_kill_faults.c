@@ -53,32 +53,11 @@
 #include "checker.h"
 #include "core_call.h"
 #include "dlock.h"
+#include "harness.h"
 #include "redis_fixture.h"
 #include "test_util.h"
 
 #define BUDGET_S 60
-
-#define ASSERT_RC(expr, want)                                                                      \
-    do {                                                                                           \
-        int rc_ = (expr);                                                                          \
-        if (rc_ != (want))                                                                         \
-            fail_msg("%s = %s (%s), expected %s", #expr, dlock_err_name(rc_), dlock_last_error(),  \
-                     dlock_err_name(want));                                                        \
-    } while (0)
-
-#define ASSERT_BETWEEN(value, lo, hi)                                                              \
-    do {                                                                                           \
-        long long v_ = (long long)(value);                                                         \
-        if (v_ < (long long)(lo) || v_ > (long long)(hi))                                          \
-            fail_msg("%s = %lld, expected %lld..%lld", #value, v_, (long long)(lo),                \
-                     (long long)(hi));                                                             \
-    } while (0)
-
-static redis_fixture *start_server(void) {
-    redis_fixture *f = NULL;
-    assert_int_equal(redis_fixture_start(NULL, &f), 0);
-    return f;
-}
 
 /* The lock kinds the scenarios run against (issues 7 and 8). */
 typedef enum lock_kind { KIND_LOCK, KIND_FAIR, KIND_RWLOCK } lock_kind;
@@ -134,16 +113,6 @@ static dlock_client *connect_client(redis_fixture *f, int64_t watchdog_ms) {
     if (rc != DLOCK_OK)
         fail_msg("connect: %s (%s)", dlock_err_name(rc), dlock_last_error());
     return c;
-}
-
-static long long numsub(redis_fixture *f, const char *channel) {
-    redisReply *r = redis_fixture_cmd(f, "PUBSUB NUMSUB %s", channel);
-    assert_non_null(r);
-    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-    assert_int_equal(r->elements, 2);
-    long long n = r->element[1]->integer;
-    freeReplyObject(r);
-    return n;
 }
 
 /* Reads exactly len bytes from fd, waiting at most timeout_ms in all; false on timeout, EOF

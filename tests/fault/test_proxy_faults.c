@@ -51,34 +51,13 @@
 #include "core_call.h"
 #include "dlock.h"
 #include "fault_proxy.h"
+#include "harness.h"
 #include "redis_fixture.h"
 #include "test_util.h"
 
 #define BUDGET_S 60
 
 /* ---- helpers ----------------------------------------------------------------------------- */
-
-#define ASSERT_RC(expr, want)                                                                      \
-    do {                                                                                           \
-        int rc_ = (expr);                                                                          \
-        if (rc_ != (want))                                                                         \
-            fail_msg("%s = %s (%s), expected %s", #expr, dlock_err_name(rc_), dlock_last_error(),  \
-                     dlock_err_name(want));                                                        \
-    } while (0)
-
-#define ASSERT_BETWEEN(value, lo, hi)                                                              \
-    do {                                                                                           \
-        long long v_ = (long long)(value);                                                         \
-        if (v_ < (long long)(lo) || v_ > (long long)(hi))                                          \
-            fail_msg("%s = %lld, expected %lld..%lld", #value, v_, (long long)(lo),                \
-                     (long long)(hi));                                                             \
-    } while (0)
-
-static redis_fixture *start_server(void) {
-    redis_fixture *f = NULL;
-    assert_int_equal(redis_fixture_start(NULL, &f), 0);
-    return f;
-}
 
 static fault_proxy *start_proxy(redis_fixture *f) {
     fault_proxy *p = NULL;
@@ -138,12 +117,6 @@ static long long hget_int(redis_fixture *f, const char *key, const char *field) 
         fail_msg("HGET %s: reply type %d", key, r->type);
     freeReplyObject(r);
     return v;
-}
-
-/* Script calls the server ran so far (EVALSHA, and EVAL after a script-cache miss). */
-static long long script_calls(redis_fixture *f) {
-    return redis_fixture_info_int(f, "commandstats", "cmdstat_evalsha.calls") +
-           redis_fixture_info_int(f, "commandstats", "cmdstat_eval.calls");
 }
 
 /* A plain synchronous hiredis connection to the proxy, replies time out after timeout_ms. */
@@ -386,7 +359,7 @@ static void test_proxy_blackhole_forwards_nothing_then_heals(void **state) {
 
 /* ---- reply lost -------------------------------------------------------------------------- */
 
-static long long numsub(redis_fixture *f, const char *channel);
+static long long numsub_or_minus_one(redis_fixture *f, const char *channel);
 
 /* A client through the proxy whose lost-reply commands are resent: 2 s reply timeout. */
 static dlock_client *resending_client(fault_proxy *p) {
@@ -942,7 +915,7 @@ static void *wait_then_release(void *arg) {
     return NULL;
 }
 
-static long long numsub(redis_fixture *f, const char *channel) {
+static long long numsub_or_minus_one(redis_fixture *f, const char *channel) {
     redisReply *r = redis_fixture_cmd(f, "PUBSUB NUMSUB %s", channel);
     assert_non_null(r);
     long long n = r->type == REDIS_REPLY_ARRAY && r->elements == 2 ? r->element[1]->integer : -1;
@@ -986,7 +959,7 @@ test_both_connections_dropped_under_a_waiter_it_still_gets_the_lock_at_the_relea
     assert_int_equal(pthread_create(&th, NULL, wait_then_release, &t), 0);
     const char *channel = "redisson_lock__channel:{dropped-wait}";
     bool subscribed = false;
-    POLL_UNTIL(subscribed, numsub(f, channel) == 1, test_slack_ms(3000));
+    POLL_UNTIL(subscribed, numsub_or_minus_one(f, channel) == 1, test_slack_ms(3000));
     assert_true(subscribed);
     assert_int_equal(fault_proxy_stats_get(p).open, 2); /* command + subscriber */
     long long old_id = pubsub_client_id(f);
@@ -998,8 +971,8 @@ test_both_connections_dropped_under_a_waiter_it_still_gets_the_lock_at_the_relea
     bool back = false;
     long long new_id = -1;
     POLL_UNTIL(back,
-               (new_id = pubsub_client_id(f)) > 0 && new_id != old_id && numsub(f, channel) == 1 &&
-                   fault_proxy_stats_get(p).open == 2,
+               (new_id = pubsub_client_id(f)) > 0 && new_id != old_id &&
+                   numsub_or_minus_one(f, channel) == 1 && fault_proxy_stats_get(p).open == 2,
                test_slack_ms(5000));
     assert_true(back);
     int64_t resubscribed_after = test_now_ms() - dropped_at;

@@ -38,6 +38,7 @@
 
 #include "core_call.h"
 #include "dlock.h"
+#include "harness.h"
 #include "redis_fixture.h"
 #include "test_util.h"
 
@@ -45,23 +46,7 @@
 
 /* ---- helpers ----------------------------------------------------------------------------- */
 
-#define ASSERT_RC(expr, want)                                                                      \
-    do {                                                                                           \
-        int rc_ = (expr);                                                                          \
-        if (rc_ != (want))                                                                         \
-            fail_msg("%s = %s (%s), expected %s", #expr, dlock_err_name(rc_), dlock_last_error(),  \
-                     dlock_err_name(want));                                                        \
-    } while (0)
-
-#define ASSERT_BETWEEN(value, lo, hi)                                                              \
-    do {                                                                                           \
-        long long v_ = (long long)(value);                                                         \
-        if (v_ < (long long)(lo) || v_ > (long long)(hi))                                          \
-            fail_msg("%s = %lld, expected %lld..%lld", #value, v_, (long long)(lo),                \
-                     (long long)(hi));                                                             \
-    } while (0)
-
-static redis_fixture *start_server(bool appendonly) {
+static redis_fixture *start_server_with_aof(bool appendonly) {
     redis_fixture_opts o = {.appendonly = appendonly};
     redis_fixture *f = NULL;
     assert_int_equal(redis_fixture_start(&o, &f), 0);
@@ -187,7 +172,7 @@ test_restart_without_persistence_loses_the_holds_of_both_clients_and_they_go_on(
     test_watchdog_arm(BUDGET_S, __func__);
     lost_reset();
     const int64_t watchdog_ms = 1500;
-    redis_fixture *f = start_server(false);
+    redis_fixture *f = start_server_with_aof(false);
     client_cfg cfg = {.retry_attempts = -1, .watchdog_ms = watchdog_ms};
     dlock_client *a = connect_client(f, cfg);
     dlock_client *b = connect_client(f, cfg);
@@ -263,7 +248,7 @@ test_holder_that_acquires_again_after_a_restart_lost_its_hold_then_releases(void
     test_watchdog_arm(BUDGET_S, __func__);
     lost_reset();
     const int64_t watchdog_ms = 1500;
-    redis_fixture *f = start_server(false);
+    redis_fixture *f = start_server_with_aof(false);
     client_cfg cfg = {.retry_attempts = -1, .watchdog_ms = watchdog_ms};
     dlock_client *a = connect_client(f, cfg);
     dlock_client *b = connect_client(f, cfg);
@@ -310,7 +295,7 @@ static void test_restart_with_appendonly_keeps_the_holds_and_the_watchdog_keeps_
     test_watchdog_arm(BUDGET_S, __func__);
     lost_reset();
     const int64_t watchdog_ms = test_under_valgrind() ? 6000 : 2000;
-    redis_fixture *f = start_server(true);
+    redis_fixture *f = start_server_with_aof(true);
     client_cfg cfg = {.retry_attempts = -1, .watchdog_ms = watchdog_ms};
     dlock_client *a = connect_client(f, cfg);
     dlock_client *b = connect_client(f, cfg);
@@ -468,7 +453,7 @@ test_paused_server_fails_calls_in_bounded_time_recovers_and_keeps_exclusion(void
     const int64_t pause_ms = 1500;
     const int64_t lease_ms = 2000;
     const int64_t wait_ms = 3000;
-    redis_fixture *f = start_server(false);
+    redis_fixture *f = start_server_with_aof(false);
     client_cfg cfg = {
         .timeout_ms = timeout_ms, .retry_attempts = retries, .connect_timeout_ms = 500};
     dlock_client *clients[2] = {connect_client(f, cfg), connect_client(f, cfg)};
@@ -617,7 +602,7 @@ static void *flush_scripts(void *arg) {
 static void test_script_flush_every_200_ms_under_load_costs_no_error(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
-    redis_fixture *f = start_server(false);
+    redis_fixture *f = start_server_with_aof(false);
     client_cfg cfg = {.retry_attempts = -1};
     dlock_client *clients[2] = {connect_client(f, cfg), connect_client(f, cfg)};
     long long evals_before = redis_fixture_info_int(f, "commandstats", "cmdstat_eval.calls");
@@ -679,7 +664,7 @@ static void test_script_flush_every_200_ms_under_load_costs_no_error(void **stat
 static void test_out_of_memory_is_eredis_with_the_oom_text_then_calls_work_again(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
-    redis_fixture *f = start_server(false);
+    redis_fixture *f = start_server_with_aof(false);
     dlock_client *c = connect_client(f, (client_cfg){.retry_attempts = -1});
     dlock_lock *l = new_lock(c, "oom");
     dlock_semaphore *s = NULL;

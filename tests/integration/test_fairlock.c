@@ -34,8 +34,10 @@
 
 #include <cmocka.h>
 
+#include "core_call.h"
 #include "dlock.h"
 #include "dlock/adapters/libev.h"
+#include "harness.h"
 #include "redis_fixture.h"
 #include "test_util.h"
 
@@ -43,49 +45,6 @@
 #define FIELD_MAX 128
 
 /* ---- helpers ----------------------------------------------------------------------------- */
-
-#define ASSERT_RC(expr, want)                                                                      \
-    do {                                                                                           \
-        int rc_ = (expr);                                                                          \
-        if (rc_ != (want))                                                                         \
-            fail_msg("%s = %s (%s), expected %s", #expr, dlock_err_name(rc_), dlock_last_error(),  \
-                     dlock_err_name(want));                                                        \
-    } while (0)
-
-#define ASSERT_BETWEEN(value, lo, hi)                                                              \
-    do {                                                                                           \
-        long long v_ = (long long)(value);                                                         \
-        if (v_ < (long long)(lo) || v_ > (long long)(hi))                                          \
-            fail_msg("%s = %lld, expected %lld..%lld", #value, v_, (long long)(lo),                \
-                     (long long)(hi));                                                             \
-    } while (0)
-
-#define POLL_UNTIL(ok, cond, timeout_ms)                                                           \
-    do {                                                                                           \
-        int64_t until_ = test_now_ms() + (timeout_ms);                                             \
-        for (;;) {                                                                                 \
-            if (cond) {                                                                            \
-                (ok) = true;                                                                       \
-                break;                                                                             \
-            }                                                                                      \
-            if (test_now_ms() >= until_) {                                                         \
-                (ok) = (cond);                                                                     \
-                break;                                                                             \
-            }                                                                                      \
-            test_sleep_ms(2);                                                                      \
-        }                                                                                          \
-    } while (0)
-
-/* An upper time bound, widened when the process runs on valgrind. */
-static int64_t slack_ms(int64_t ms) {
-    return test_under_valgrind() ? ms * 10 : ms;
-}
-
-static redis_fixture *start_server(void) {
-    redis_fixture *f = NULL;
-    assert_int_equal(redis_fixture_start(NULL, &f), 0);
-    return f;
-}
 
 /* A blocking-face client on url; 0 keeps a default. */
 static dlock_client *connect_url(const char *url, int64_t fair_wait_ms, int64_t watchdog_ms) {
@@ -112,11 +71,6 @@ static dlock_lock *new_fair(dlock_client *c, const char *name) {
     dlock_lock *l = NULL;
     ASSERT_RC(dlock_fairlock_new(c, name, &l), DLOCK_OK);
     return l;
-}
-
-/* "<client-id>:<owner>", the owner field of REDIS_LAYOUT.md. */
-static void owner_field(dlock_client *c, uint64_t owner, char *buf, size_t size) {
-    snprintf(buf, size, "%s:%llu", dlock_client_id(c), (unsigned long long)owner);
 }
 
 /* The keys of a name without '{' (REDIS_LAYOUT.md: prefixed(...)). */
@@ -183,22 +137,6 @@ static long long channels_of(redis_fixture *f, const char *name) {
     long long n = (long long)r->elements;
     freeReplyObject(r);
     return n;
-}
-
-static long long numsub(redis_fixture *f, const char *channel) {
-    redisReply *r = redis_fixture_cmd(f, "PUBSUB NUMSUB %s", channel);
-    assert_non_null(r);
-    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-    assert_int_equal(r->elements, 2);
-    long long n = r->element[1]->integer;
-    freeReplyObject(r);
-    return n;
-}
-
-/* Script calls the server ran so far (EVALSHA, and EVAL after a script-cache miss). */
-static long long script_calls(redis_fixture *f) {
-    return redis_fixture_info_int(f, "commandstats", "cmdstat_evalsha.calls") +
-           redis_fixture_info_int(f, "commandstats", "cmdstat_eval.calls");
 }
 
 static void hash_dump(redis_fixture *f, const char *key, char *buf, size_t size) {
@@ -1301,26 +1239,10 @@ typedef struct app {
     ev_timer tick; /* keeps EVRUN_ONCE from blocking for long while we poll */
 } app;
 
-static void tick_cb(struct ev_loop *loop, ev_timer *w, int revents) {
-    (void)loop;
-    (void)w;
-    (void)revents;
-}
-
-#define RUN_UNTIL(a, ok, cond, timeout_ms)                                                         \
-    do {                                                                                           \
-        int64_t until_ = test_now_ms() + (timeout_ms);                                             \
-        while (!((ok) = (cond)) && test_now_ms() < until_)                                         \
-            ev_run((a)->loop, EVRUN_ONCE);                                                         \
-    } while (0)
-
 static void app_open(app *a, int64_t fair_wait_ms) {
     memset(a, 0, sizeof(*a));
     a->f = start_server();
-    a->loop = ev_loop_new(EVFLAG_AUTO);
-    assert_non_null(a->loop);
-    ev_timer_init(&a->tick, tick_cb, 0.002, 0.002);
-    ev_timer_start(a->loop, &a->tick);
+    a->loop = polling_loop_new(&a->tick);
     for (int i = 0; i < 2; i++) {
         dlock_options o;
         dlock_options_init(&o);
@@ -1342,13 +1264,12 @@ static void app_close(app *a) {
         int status = 1;
         ASSERT_RC(dlock_client_ping_async(a->c[i], ping_done, &status), DLOCK_OK);
         bool ok = false;
-        RUN_UNTIL(a, ok, status != 1, slack_ms(5000));
+        RUN_LOOP_UNTIL(a->loop, ok, status != 1, slack_ms(5000));
         assert_true(ok);
     }
     for (int i = 0; i < 2; i++)
         ASSERT_RC(dlock_client_free(a->c[i]), DLOCK_OK);
-    ev_timer_stop(a->loop, &a->tick);
-    ev_loop_destroy(a->loop);
+    polling_loop_free(a->loop, &a->tick);
     redis_fixture_stop(a->f);
 }
 
@@ -1407,7 +1328,7 @@ static void test_500_async_waiters_of_two_clients_are_served_in_queue_order(void
     async_turns = 0;
     ASSERT_RC(dlock_lock_acquire_async(l[0], 1, 0, 60000, on_acquired_keep, &holder), DLOCK_OK);
     bool ok = false;
-    RUN_UNTIL(&a, ok, holder.turn == 1, slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok, holder.turn == 1, slack_ms(5000));
     assert_true(ok);
     ASSERT_RC(holder.status, DLOCK_OK);
     async_turns = 0;
@@ -1425,10 +1346,10 @@ static void test_500_async_waiters_of_two_clients_are_served_in_queue_order(void
                   DLOCK_OK);
     }
     /* all asleep: in line, subscribed, and their attempt after the subscription done */
-    RUN_UNTIL(&a, ok,
-              queue_len(a.f, name) == n && channels_of(a.f, name) == n &&
-                  script_calls(a.f) >= scripts_queueing + 2 * n,
-              slack_ms(20000));
+    RUN_LOOP_UNTIL(a.loop, ok,
+                   queue_len(a.f, name) == n && channels_of(a.f, name) == n &&
+                       script_calls(a.f) >= scripts_queueing + 2 * n,
+                   slack_ms(20000));
     if (!ok)
         fail_msg("%lld in line, %lld channels, %lld script calls of %ld waiters",
                  queue_len(a.f, name), channels_of(a.f, name), script_calls(a.f) - scripts_queueing,
@@ -1462,7 +1383,7 @@ static void test_500_async_waiters_of_two_clients_are_served_in_queue_order(void
     async_waiter holder_release = {0};
     ASSERT_RC(dlock_lock_release_async(l[0], 1, on_released, &holder_release), DLOCK_OK);
     int64_t released_us = test_now_us();
-    RUN_UNTIL(&a, ok, async_turns == n && w[expected[n - 1]].released, slack_ms(30000));
+    RUN_LOOP_UNTIL(a.loop, ok, async_turns == n && w[expected[n - 1]].released, slack_ms(30000));
     if (!ok)
         fail_msg("%d of %ld waiters served", async_turns, n);
     int64_t chain_us = w[expected[n - 1]].acquired_us - released_us;
@@ -1516,18 +1437,18 @@ test_async_waiter_whose_handle_is_freed_leaves_the_queue_and_the_next_is_not_del
     async_waiter next = {.l = other, .owner = 3, .status = 1};
     ASSERT_RC(dlock_lock_acquire_async(mine, 1, 0, 60000, on_acquired_keep, &holder), DLOCK_OK);
     bool ok = false;
-    RUN_UNTIL(&a, ok, holder.turn == 1, slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok, holder.turn == 1, slack_ms(5000));
     assert_true(ok);
     ASSERT_RC(holder.status, DLOCK_OK);
     async_turns = 0;
     ASSERT_RC(
         dlock_lock_acquire_async(doomed, 2, DLOCK_FOREVER, 60000, on_acquired_keep, &canceled),
         DLOCK_OK);
-    RUN_UNTIL(&a, ok, queue_len(a.f, name) == 1, slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok, queue_len(a.f, name) == 1, slack_ms(5000));
     assert_true(ok);
     ASSERT_RC(dlock_lock_acquire_async(other, 3, DLOCK_FOREVER, 60000, on_acquired_keep, &next),
               DLOCK_OK);
-    RUN_UNTIL(&a, ok, queue_len(a.f, name) == 2, slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok, queue_len(a.f, name) == 2, slack_ms(5000));
     assert_true(ok);
     char f2[FIELD_MAX], f3[FIELD_MAX], want[512], q[1024];
     owner_field(a.c[0], 2, f2, sizeof(f2));
@@ -1537,30 +1458,31 @@ test_async_waiter_whose_handle_is_freed_leaves_the_queue_and_the_next_is_not_del
     assert_string_equal(q, want);
     char channel[512];
     waiter_channel(name, f3, channel, sizeof(channel));
-    RUN_UNTIL(&a, ok, numsub(a.f, channel) == 1, slack_ms(5000)); /* asleep */
+    RUN_LOOP_UNTIL(a.loop, ok, numsub(a.f, channel) == 1, slack_ms(5000)); /* asleep */
     assert_true(ok);
 
     dlock_lock_free(doomed); /* its waiting acquire is canceled */
     int64_t freed_ms = test_now_ms();
-    RUN_UNTIL(&a, ok, canceled.turn > 0, slack_ms(2000));
+    RUN_LOOP_UNTIL(a.loop, ok, canceled.turn > 0, slack_ms(2000));
     assert_true(ok);
     ASSERT_RC(canceled.status, DLOCK_ECANCELED);
     snprintf(want, sizeof(want), "%s,", f3);
-    RUN_UNTIL(&a, ok, (queue_dump(a.f, name, q, sizeof(q)), strcmp(q, want) == 0), slack_ms(500));
+    RUN_LOOP_UNTIL(a.loop, ok, (queue_dump(a.f, name, q, sizeof(q)), strcmp(q, want) == 0),
+                   slack_ms(500));
     if (!ok)
         fail_msg("queue [%s], expected [%s]", q, want);
     int64_t left_ms = test_now_ms() - freed_ms;
     async_waiter holder_release = {0};
     ASSERT_RC(dlock_lock_release_async(mine, 1, on_released, &holder_release), DLOCK_OK);
     int64_t released_us = test_now_us();
-    RUN_UNTIL(&a, ok, next.turn > 0, slack_ms(3000));
+    RUN_LOOP_UNTIL(a.loop, ok, next.turn > 0, slack_ms(3000));
     assert_true(ok);
     ASSERT_RC(next.status, DLOCK_OK);
     int64_t latency_ms = (next.acquired_us - released_us) / 1000;
     ASSERT_BETWEEN(latency_ms, 0, slack_ms(100));
     async_waiter next_release = {0};
     ASSERT_RC(dlock_lock_release_async(other, 3, on_released, &next_release), DLOCK_OK);
-    RUN_UNTIL(&a, ok, next_release.released && holder_release.released, slack_ms(3000));
+    RUN_LOOP_UNTIL(a.loop, ok, next_release.released && holder_release.released, slack_ms(3000));
     assert_true(ok);
     ASSERT_RC(next_release.release_status, DLOCK_OK);
     assert_int_equal(canceled.turn, 1); /* the cancellation came first, exactly once */

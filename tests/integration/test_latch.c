@@ -28,34 +28,13 @@
 #include "core_call.h"
 #include "dlock.h"
 #include "dlock/adapters/libev.h"
+#include "harness.h"
 #include "redis_fixture.h"
 #include "test_util.h"
 
 #define BUDGET_S 60
 
 /* ---- helpers ----------------------------------------------------------------------------- */
-
-#define ASSERT_RC(expr, want)                                                                      \
-    do {                                                                                           \
-        int rc_ = (expr);                                                                          \
-        if (rc_ != (want))                                                                         \
-            fail_msg("%s = %s (%s), expected %s", #expr, dlock_err_name(rc_), dlock_last_error(),  \
-                     dlock_err_name(want));                                                        \
-    } while (0)
-
-#define ASSERT_BETWEEN(value, lo, hi)                                                              \
-    do {                                                                                           \
-        long long v_ = (long long)(value);                                                         \
-        if (v_ < (long long)(lo) || v_ > (long long)(hi))                                          \
-            fail_msg("%s = %lld, expected %lld..%lld", #value, v_, (long long)(lo),                \
-                     (long long)(hi));                                                             \
-    } while (0)
-
-static redis_fixture *start_server(void) {
-    redis_fixture *f = NULL;
-    assert_int_equal(redis_fixture_start(NULL, &f), 0);
-    return f;
-}
 
 static dlock_client *connect_client(redis_fixture *f) {
     dlock_options o;
@@ -81,35 +60,9 @@ static int64_t count_of(dlock_latch *l) {
     return n;
 }
 
-static long long numsub(redis_fixture *f, const char *channel) {
-    redisReply *r = redis_fixture_cmd(f, "PUBSUB NUMSUB %s", channel);
-    assert_non_null(r);
-    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-    assert_int_equal(r->elements, 2);
-    long long n = r->element[1]->integer;
-    freeReplyObject(r);
-    return n;
-}
-
 /* await's attempts are plain GETs */
 static long long get_calls(redis_fixture *f) {
     return redis_fixture_info_int(f, "commandstats", "cmdstat_get.calls");
-}
-
-static long long total_commands(redis_fixture *f) {
-    return redis_fixture_info_int(f, "stats", "total_commands_processed");
-}
-
-static redisContext *subscribe_to(redis_fixture *f, const char *channel) {
-    redisContext *s = redisConnectUnix(redis_fixture_socket(f));
-    assert_true(s && s->err == 0);
-    struct timeval tv = {.tv_sec = test_under_valgrind() ? 60 : 10};
-    redisSetTimeout(s, tv);
-    redisReply *r = redisCommand(s, "SUBSCRIBE %s", channel);
-    assert_non_null(r);
-    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-    freeReplyObject(r);
-    return s;
 }
 
 /* Publishes "end" on channel, then reads s up to it: the payloads before it as "a,b,". */
@@ -506,14 +459,6 @@ test_await_returns_by_the_5_s_recheck_when_the_count_is_cleared_without_a_messag
 
 /* ---- bad input --------------------------------------------------------------------------- */
 
-#define ASSERT_EINVAL(expr)                                                                        \
-    do {                                                                                           \
-        dlock__set_last_error("");                                                                 \
-        ASSERT_RC(expr, DLOCK_EINVAL);                                                             \
-        if (!dlock_last_error()[0])                                                                \
-            fail_msg("%s: no dlock_last_error() text", #expr);                                     \
-    } while (0)
-
 static void count_calls(dlock_latch *l, int status, void *arg) {
     (void)l;
     (void)status;
@@ -575,12 +520,6 @@ test_every_call_on_a_hash_key_is_eredis_wrongtype_and_the_key_is_unchanged(void 
     freeReplyObject(redis_fixture_cmd(f, "HSET a-hash f v"));
     bool was_set = false;
     int64_t n = 0;
-#define ASSERT_WRONGTYPE(expr)                                                                     \
-    do {                                                                                           \
-        ASSERT_RC(expr, DLOCK_EREDIS);                                                             \
-        if (!strstr(dlock_last_error(), "WRONGTYPE"))                                              \
-            fail_msg("%s: last error \"%s\" has no WRONGTYPE", #expr, dlock_last_error());         \
-    } while (0)
     ASSERT_WRONGTYPE(dlock_latch_try_set_count(l, 3, &was_set));
     ASSERT_WRONGTYPE(dlock_latch_count_down(l));
     ASSERT_WRONGTYPE(dlock_latch_count(l, &n));
@@ -611,60 +550,20 @@ typedef struct app {
     ev_timer tick;
 } app;
 
-static void tick_cb(struct ev_loop *loop, ev_timer *w, int revents) {
-    (void)loop;
-    (void)w;
-    (void)revents;
-}
-
-#define RUN_UNTIL(a, ok, cond, timeout_ms)                                                         \
-    do {                                                                                           \
-        int64_t until_ = test_now_ms() + (timeout_ms);                                             \
-        while (!((ok) = (cond)) && test_now_ms() < until_)                                         \
-            ev_run((a)->loop, EVRUN_ONCE);                                                         \
-    } while (0)
-
-static void run_for(app *a, int64_t ms) {
-    int64_t until = test_now_ms() + ms;
-    while (test_now_ms() < until)
-        ev_run(a->loop, EVRUN_ONCE);
-}
-
-static void ping_done(dlock_client *c, int status, void *arg) {
-    (void)c;
-    *(int *)arg = status;
-}
-
-static void sync_with_client(app *a) {
-    int status = 1;
-    ASSERT_RC(dlock_client_ping_async(a->c, ping_done, &status), DLOCK_OK);
-    bool ok = false;
-    RUN_UNTIL(a, ok, status != 1, test_slack_ms(5000));
-    assert_true(ok);
-    ASSERT_RC(status, DLOCK_OK);
-}
-
 static void app_open(app *a, const char *name) {
     memset(a, 0, sizeof(*a));
     a->f = start_server();
-    a->loop = ev_loop_new(EVFLAG_AUTO);
-    assert_non_null(a->loop);
-    ev_timer_init(&a->tick, tick_cb, 0.002, 0.002);
-    ev_timer_start(a->loop, &a->tick);
-    dlock_options o;
-    dlock_options_init(&o);
-    o.url = redis_fixture_unix_url(a->f);
-    ASSERT_RC(dlock_client_new_on_loop(&o, a->loop, &a->c), DLOCK_OK);
+    a->loop = polling_loop_new(&a->tick);
+    a->c = connect_on_loop(a->f, a->loop);
     ASSERT_RC(dlock_latch_new(a->c, name, &a->l), DLOCK_OK);
-    sync_with_client(a);
+    sync_with_client(a->loop, a->c, test_slack_ms(5000));
 }
 
 static void app_close(app *a) {
     dlock_latch_free(a->l);
-    sync_with_client(a);
+    sync_with_client(a->loop, a->c, test_slack_ms(5000));
     ASSERT_RC(dlock_client_free(a->c), DLOCK_OK);
-    ev_timer_stop(a->loop, &a->tick);
-    ev_loop_destroy(a->loop);
+    polling_loop_free(a->loop, &a->tick);
     redis_fixture_stop(a->f);
 }
 
@@ -699,32 +598,32 @@ static void test_async_await_completes_after_the_second_async_count_down_once_ea
 
     ASSERT_RC(dlock_latch_await_async(a.l, 0, record_done, &look), DLOCK_OK);
     assert_int_equal(look.calls, 0); /* never inside the call */
-    RUN_UNTIL(&a, ok, look.calls > 0, test_slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok, look.calls > 0, test_slack_ms(5000));
     assert_true(ok);
     ASSERT_RC(look.status, DLOCK_ETIMEDOUT);
 
     long long gets_before = get_calls(a.f);
     ASSERT_RC(dlock_latch_await_async(a.l, DLOCK_FOREVER, record_done, &await), DLOCK_OK);
     assert_int_equal(await.calls, 0);
-    RUN_UNTIL(&a, ok,
-              numsub(a.f, "redisson_countdownlatch__channel__{async-latch}") == 1 &&
-                  get_calls(a.f) >= gets_before + 2,
-              test_slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok,
+                   numsub(a.f, "redisson_countdownlatch__channel__{async-latch}") == 1 &&
+                       get_calls(a.f) >= gets_before + 2,
+                   test_slack_ms(5000));
     assert_true(ok);
 
     ASSERT_RC(dlock_latch_count_down_async(a.l, record_done, &down1), DLOCK_OK);
     assert_int_equal(down1.calls, 0);
-    RUN_UNTIL(&a, ok, down1.calls > 0, test_slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok, down1.calls > 0, test_slack_ms(5000));
     assert_true(ok);
     ASSERT_RC(down1.status, DLOCK_OK);
     assert_ptr_equal(down1.l, a.l);
-    run_for(&a, 100);
+    run_loop_for(a.loop, 100);
     assert_int_equal(await.calls, 0);
     assert_int_equal(redis_fixture_int(a.f, "GET async-latch"), 1);
 
     ASSERT_RC(dlock_latch_count_down_async(a.l, record_done, &down2), DLOCK_OK);
     assert_int_equal(down2.calls, 0);
-    RUN_UNTIL(&a, ok, await.calls > 0, test_slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok, await.calls > 0, test_slack_ms(5000));
     assert_true(ok);
     ASSERT_RC(await.status, DLOCK_OK);
     assert_ptr_equal(await.l, a.l);
@@ -736,11 +635,11 @@ static void test_async_await_completes_after_the_second_async_count_down_once_ea
     /* finished: await is OK through the callback, still not inside the call */
     ASSERT_RC(dlock_latch_await_async(a.l, 0, record_done, &after), DLOCK_OK);
     assert_int_equal(after.calls, 0);
-    RUN_UNTIL(&a, ok, after.calls > 0, test_slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok, after.calls > 0, test_slack_ms(5000));
     assert_true(ok);
     ASSERT_RC(after.status, DLOCK_OK);
 
-    run_for(&a, 100); /* nothing is called twice */
+    run_loop_for(a.loop, 100); /* nothing is called twice */
     assert_int_equal(look.calls, 1);
     assert_int_equal(await.calls, 1);
     assert_int_equal(down1.calls, 1);
@@ -761,24 +660,26 @@ static void test_latch_free_with_a_waiting_async_await_calls_it_back_canceled_on
     bool ok = false;
     freeReplyObject(redis_fixture_cmd(a.f, "SET async-canceled 1"));
     ASSERT_RC(dlock_latch_await_async(a.l, DLOCK_FOREVER, record_done, &await), DLOCK_OK);
-    RUN_UNTIL(&a, ok, numsub(a.f, "redisson_countdownlatch__channel__{async-canceled}") == 1,
-              test_slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok,
+                   numsub(a.f, "redisson_countdownlatch__channel__{async-canceled}") == 1,
+                   test_slack_ms(5000));
     assert_true(ok);
-    run_for(&a, 20);
+    run_loop_for(a.loop, 20);
     assert_int_equal(await.calls, 0);
     dlock_latch_free(a.l);
     a.l = NULL;
     assert_int_equal(await.calls, 0); /* not inside the call */
-    RUN_UNTIL(&a, ok, await.calls > 0, test_slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok, await.calls > 0, test_slack_ms(5000));
     assert_true(ok);
     ASSERT_RC(await.status, DLOCK_ECANCELED);
-    RUN_UNTIL(&a, ok, numsub(a.f, "redisson_countdownlatch__channel__{async-canceled}") == 0,
-              test_slack_ms(2000));
+    RUN_LOOP_UNTIL(a.loop, ok,
+                   numsub(a.f, "redisson_countdownlatch__channel__{async-canceled}") == 0,
+                   test_slack_ms(2000));
     assert_true(ok);
     freeReplyObject(redis_fixture_cmd(a.f, "DEL async-canceled"));
     freeReplyObject(
         redis_fixture_cmd(a.f, "PUBLISH redisson_countdownlatch__channel__{async-canceled} 0"));
-    run_for(&a, 100);
+    run_loop_for(a.loop, 100);
     assert_int_equal(await.calls, 1);
     app_close(&a);
 }

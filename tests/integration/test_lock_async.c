@@ -19,6 +19,7 @@
 
 #include "dlock.h"
 #include "dlock/adapters/libev.h"
+#include "harness.h"
 #include "redis_fixture.h"
 #include "test_util.h"
 
@@ -26,26 +27,6 @@
 #define OWNER_A 1001u
 #define OWNER_B 1002u
 #define OWNER_C 1003u
-
-#define ASSERT_RC(expr, want)                                                                      \
-    do {                                                                                           \
-        int rc_ = (expr);                                                                          \
-        if (rc_ != (want))                                                                         \
-            fail_msg("%s = %s (%s), expected %s", #expr, dlock_err_name(rc_), dlock_last_error(),  \
-                     dlock_err_name(want));                                                        \
-    } while (0)
-
-#define ASSERT_BETWEEN(value, lo, hi)                                                              \
-    do {                                                                                           \
-        long long v_ = (long long)(value);                                                         \
-        if (v_ < (long long)(lo) || v_ > (long long)(hi))                                          \
-            fail_msg("%s = %lld, expected %lld..%lld", #value, v_, (long long)(lo),                \
-                     (long long)(hi));                                                             \
-    } while (0)
-
-static int64_t slack_ms(int64_t ms) {
-    return test_under_valgrind() ? ms * 10 : ms;
-}
 
 /* ---- the application: a loop, a client on it, one lock ---------------------------------- */
 
@@ -57,48 +38,10 @@ typedef struct app {
     ev_timer tick; /* keeps EVRUN_ONCE from blocking for long while we poll */
 } app;
 
-static void tick_cb(struct ev_loop *loop, ev_timer *w, int revents) {
-    (void)loop;
-    (void)w;
-    (void)revents;
-}
-
-/* Runs the loop until cond holds or timeout_ms passes; ok says which. */
-#define RUN_UNTIL(a, ok, cond, timeout_ms)                                                         \
-    do {                                                                                           \
-        int64_t until_ = test_now_ms() + (timeout_ms);                                             \
-        while (!((ok) = (cond)) && test_now_ms() < until_)                                         \
-            ev_run((a)->loop, EVRUN_ONCE);                                                         \
-    } while (0)
-
-static void run_for(app *a, int64_t ms) {
-    int64_t until = test_now_ms() + ms;
-    while (test_now_ms() < until)
-        ev_run(a->loop, EVRUN_ONCE);
-}
-
-static void ping_done(dlock_client *c, int status, void *arg) {
-    (void)c;
-    *(int *)arg = status;
-}
-
-/* One round trip through the client: everything submitted before it has started. */
-static void sync_with_client(app *a) {
-    int status = 1;
-    ASSERT_RC(dlock_client_ping_async(a->c, ping_done, &status), DLOCK_OK);
-    bool ok = false;
-    RUN_UNTIL(a, ok, status != 1, slack_ms(5000));
-    assert_true(ok);
-    ASSERT_RC(status, DLOCK_OK);
-}
-
 static void app_open_kind(app *a, const char *name, int64_t watchdog_ms, bool fenced) {
     memset(a, 0, sizeof(*a));
     assert_int_equal(redis_fixture_start(NULL, &a->f), 0);
-    a->loop = ev_loop_new(EVFLAG_AUTO);
-    assert_non_null(a->loop);
-    ev_timer_init(&a->tick, tick_cb, 0.002, 0.002);
-    ev_timer_start(a->loop, &a->tick);
+    a->loop = polling_loop_new(&a->tick);
     dlock_options o;
     dlock_options_init(&o);
     o.url = redis_fixture_unix_url(a->f);
@@ -107,7 +50,7 @@ static void app_open_kind(app *a, const char *name, int64_t watchdog_ms, bool fe
     ASSERT_RC(dlock_client_new_on_loop(&o, a->loop, &a->c), DLOCK_OK);
     ASSERT_RC(fenced ? dlock_fencedlock_new(a->c, name, &a->l) : dlock_lock_new(a->c, name, &a->l),
               DLOCK_OK);
-    sync_with_client(a); /* connected */
+    sync_with_client(a->loop, a->c, slack_ms(5000)); /* connected */
 }
 
 static void app_open(app *a, const char *name, int64_t watchdog_ms) {
@@ -116,10 +59,9 @@ static void app_open(app *a, const char *name, int64_t watchdog_ms) {
 
 static void app_close(app *a) {
     dlock_lock_free(a->l); /* on the loop thread: it goes through the client's queue */
-    sync_with_client(a);
+    sync_with_client(a->loop, a->c, slack_ms(5000));
     ASSERT_RC(dlock_client_free(a->c), DLOCK_OK);
-    ev_timer_stop(a->loop, &a->tick);
-    ev_loop_destroy(a->loop);
+    polling_loop_free(a->loop, &a->tick);
     redis_fixture_stop(a->f);
 }
 
@@ -166,19 +108,6 @@ static void expect_holder(app *a, uint64_t owner, int count) {
     assert_string_equal(dump, want);
 }
 
-static long long numsub(redis_fixture *f, const char *channel) {
-    redisReply *r = redis_fixture_cmd(f, "PUBSUB NUMSUB %s", channel);
-    assert_true(r && r->type == REDIS_REPLY_ARRAY && r->elements == 2);
-    long long n = r->element[1]->integer;
-    freeReplyObject(r);
-    return n;
-}
-
-static long long script_calls(redis_fixture *f) {
-    return redis_fixture_info_int(f, "commandstats", "cmdstat_evalsha.calls") +
-           redis_fixture_info_int(f, "commandstats", "cmdstat_eval.calls");
-}
-
 /* ---- tests ------------------------------------------------------------------------------- */
 
 static void
@@ -194,7 +123,7 @@ test_async_second_owner_waits_until_the_first_releases_then_gets_the_lock(void *
     ASSERT_RC(dlock_lock_acquire_async(a.l, OWNER_A, DLOCK_FOREVER, 30000, record_done, &acq_a),
               DLOCK_OK);
     assert_int_equal(acq_a.calls, 0); /* never inside the call */
-    RUN_UNTIL(&a, ok, acq_a.calls > 0, slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok, acq_a.calls > 0, slack_ms(5000));
     assert_true(ok);
     ASSERT_RC(acq_a.status, DLOCK_OK);
     assert_ptr_equal(acq_a.lock, a.l);
@@ -205,18 +134,18 @@ test_async_second_owner_waits_until_the_first_releases_then_gets_the_lock(void *
               DLOCK_OK);
     assert_int_equal(acq_b.calls, 0);
     /* B is a sleeping waiter: subscribed, both of its attempts answered "busy" */
-    RUN_UNTIL(&a, ok,
-              numsub(a.f, "redisson_lock__channel:{async-handoff}") == 1 &&
-                  script_calls(a.f) >= scripts_before + 2,
-              slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok,
+                   numsub(a.f, "redisson_lock__channel:{async-handoff}") == 1 &&
+                       script_calls(a.f) >= scripts_before + 2,
+                   slack_ms(5000));
     assert_true(ok);
-    run_for(&a, 50);
+    run_loop_for(a.loop, 50);
     assert_int_equal(acq_b.calls, 0);
     expect_holder(&a, OWNER_A, 1);
 
     ASSERT_RC(dlock_lock_release_async(a.l, OWNER_A, record_done, &rel_a), DLOCK_OK);
     assert_int_equal(rel_a.calls, 0);
-    RUN_UNTIL(&a, ok, acq_b.calls > 0, slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok, acq_b.calls > 0, slack_ms(5000));
     assert_true(ok);
     ASSERT_RC(rel_a.status, DLOCK_OK);
     ASSERT_RC(acq_b.status, DLOCK_OK);
@@ -226,11 +155,11 @@ test_async_second_owner_waits_until_the_first_releases_then_gets_the_lock(void *
 
     ASSERT_RC(dlock_lock_release_async(a.l, OWNER_B, record_done, &rel_b), DLOCK_OK);
     assert_int_equal(rel_b.calls, 0);
-    RUN_UNTIL(&a, ok, rel_b.calls > 0, slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok, rel_b.calls > 0, slack_ms(5000));
     assert_true(ok);
     ASSERT_RC(rel_b.status, DLOCK_OK);
     assert_int_equal(redis_fixture_int(a.f, "EXISTS async-handoff"), 0);
-    run_for(&a, 100); /* nothing is called twice */
+    run_loop_for(a.loop, 100); /* nothing is called twice */
     assert_int_equal(acq_a.calls, 1);
     assert_int_equal(acq_b.calls, 1);
     assert_int_equal(rel_a.calls, 1);
@@ -250,27 +179,27 @@ test_async_release_by_an_owner_that_holds_nothing_is_enotowner_through_the_callb
     done acq_a = {0}, rel_c = {0}, rel_a = {0}, rel_again = {0};
     bool ok = false;
     ASSERT_RC(dlock_lock_acquire_async(a.l, OWNER_A, 0, 30000, record_done, &acq_a), DLOCK_OK);
-    RUN_UNTIL(&a, ok, acq_a.calls > 0, slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok, acq_a.calls > 0, slack_ms(5000));
     assert_true(ok);
     ASSERT_RC(acq_a.status, DLOCK_OK);
 
     ASSERT_RC(dlock_lock_release_async(a.l, OWNER_C, record_done, &rel_c), DLOCK_OK);
     assert_int_equal(rel_c.calls, 0);
-    RUN_UNTIL(&a, ok, rel_c.calls > 0, slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok, rel_c.calls > 0, slack_ms(5000));
     assert_true(ok);
     ASSERT_RC(rel_c.status, DLOCK_ENOTOWNER);
     expect_holder(&a, OWNER_A, 1); /* nothing changed */
 
     ASSERT_RC(dlock_lock_release_async(a.l, OWNER_A, record_done, &rel_a), DLOCK_OK);
-    RUN_UNTIL(&a, ok, rel_a.calls > 0, slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok, rel_a.calls > 0, slack_ms(5000));
     assert_true(ok);
     ASSERT_RC(rel_a.status, DLOCK_OK);
     /* A's hold is gone: a second release is not an owner's either */
     ASSERT_RC(dlock_lock_release_async(a.l, OWNER_A, record_done, &rel_again), DLOCK_OK);
-    RUN_UNTIL(&a, ok, rel_again.calls > 0, slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok, rel_again.calls > 0, slack_ms(5000));
     assert_true(ok);
     ASSERT_RC(rel_again.status, DLOCK_ENOTOWNER);
-    run_for(&a, 50);
+    run_loop_for(a.loop, 50);
     assert_int_equal(callbacks_so_far, 4);
     app_close(&a);
 }
@@ -284,17 +213,17 @@ static void test_async_acquire_with_wait_0_on_a_held_lock_calls_back_etimedout(v
     done acq_a = {0}, acq_b = {0}, rel_a = {0};
     bool ok = false;
     ASSERT_RC(dlock_lock_acquire_async(a.l, OWNER_A, 0, 30000, record_done, &acq_a), DLOCK_OK);
-    RUN_UNTIL(&a, ok, acq_a.calls > 0, slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok, acq_a.calls > 0, slack_ms(5000));
     assert_true(ok);
     int64_t start = test_now_ms();
     ASSERT_RC(dlock_lock_acquire_async(a.l, OWNER_B, 0, 30000, record_done, &acq_b), DLOCK_OK);
-    RUN_UNTIL(&a, ok, acq_b.calls > 0, slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok, acq_b.calls > 0, slack_ms(5000));
     assert_true(ok);
     ASSERT_RC(acq_b.status, DLOCK_ETIMEDOUT);
     ASSERT_BETWEEN(acq_b.at_ms - start, 0, slack_ms(100));
     expect_holder(&a, OWNER_A, 1);
     ASSERT_RC(dlock_lock_release_async(a.l, OWNER_A, record_done, &rel_a), DLOCK_OK);
-    RUN_UNTIL(&a, ok, rel_a.calls > 0, slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok, rel_a.calls > 0, slack_ms(5000));
     assert_true(ok);
     ASSERT_RC(rel_a.status, DLOCK_OK);
     app_close(&a);
@@ -317,7 +246,7 @@ static void test_async_owner_0_or_null_callback_is_einval_without_io(void **stat
     ASSERT_RC(dlock_lock_release_async(a.l, 0, record_done, &d), DLOCK_EINVAL);
     ASSERT_RC(dlock_lock_release_async(a.l, OWNER_A, NULL, &d), DLOCK_EINVAL);
     ASSERT_RC(dlock_lock_release_async(NULL, OWNER_A, record_done, &d), DLOCK_EINVAL);
-    run_for(&a, 100);
+    run_loop_for(a.loop, 100);
     assert_int_equal(d.calls, 0); /* a call that returned an error never calls back */
     long long after = redis_fixture_info_int(a.f, "stats", "total_commands_processed");
     assert_int_equal(after - before, 1); /* only the first INFO */
@@ -334,14 +263,14 @@ static void test_async_watchdog_hold_is_renewed_on_the_application_loop(void **s
     bool ok = false;
     ASSERT_RC(dlock_lock_acquire_async(a.l, OWNER_A, 0, DLOCK_WATCHDOG, record_done, &acq),
               DLOCK_OK);
-    RUN_UNTIL(&a, ok, acq.calls > 0, slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok, acq.calls > 0, slack_ms(5000));
     assert_true(ok);
     ASSERT_RC(acq.status, DLOCK_OK);
     /* three lease periods with the loop running: the PTTL never runs out */
     int64_t start = test_now_ms();
     long long lowest = 1500;
     while (test_now_ms() - start < 4500) {
-        run_for(&a, 100);
+        run_loop_for(a.loop, 100);
         long long pttl = redis_fixture_int(a.f, "PTTL async-renewed");
         ASSERT_BETWEEN(pttl, 1, 1500);
         if (pttl < lowest)
@@ -349,7 +278,7 @@ static void test_async_watchdog_hold_is_renewed_on_the_application_loop(void **s
     }
     expect_holder(&a, OWNER_A, 1);
     ASSERT_RC(dlock_lock_release_async(a.l, OWNER_A, record_done, &rel), DLOCK_OK);
-    RUN_UNTIL(&a, ok, rel.calls > 0, slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok, rel.calls > 0, slack_ms(5000));
     assert_true(ok);
     ASSERT_RC(rel.status, DLOCK_OK);
     printf("# async watchdog 1500 ms: lowest PTTL %lld ms over 4.5 s\n", lowest);
@@ -364,22 +293,24 @@ static void test_lock_free_with_a_waiting_async_acquire_calls_it_back_canceled_o
     done acq_a = {0}, acq_b = {0};
     bool ok = false;
     ASSERT_RC(dlock_lock_acquire_async(a.l, OWNER_A, 0, 30000, record_done, &acq_a), DLOCK_OK);
-    RUN_UNTIL(&a, ok, acq_a.calls > 0, slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok, acq_a.calls > 0, slack_ms(5000));
     assert_true(ok);
     ASSERT_RC(acq_a.status, DLOCK_OK);
     ASSERT_RC(dlock_lock_acquire_async(a.l, OWNER_B, DLOCK_FOREVER, 30000, record_done, &acq_b),
               DLOCK_OK);
-    RUN_UNTIL(&a, ok, numsub(a.f, "redisson_lock__channel:{async-canceled}") == 1, slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok, numsub(a.f, "redisson_lock__channel:{async-canceled}") == 1,
+                   slack_ms(5000));
     assert_true(ok);
     dlock_lock_free(a.l);
     a.l = NULL;
     assert_int_equal(acq_b.calls, 0); /* not inside the call */
-    RUN_UNTIL(&a, ok, acq_b.calls > 0, slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok, acq_b.calls > 0, slack_ms(5000));
     assert_true(ok);
     ASSERT_RC(acq_b.status, DLOCK_ECANCELED);
-    RUN_UNTIL(&a, ok, numsub(a.f, "redisson_lock__channel:{async-canceled}") == 0, slack_ms(2000));
+    RUN_LOOP_UNTIL(a.loop, ok, numsub(a.f, "redisson_lock__channel:{async-canceled}") == 0,
+                   slack_ms(2000));
     assert_true(ok);
-    run_for(&a, 50);
+    run_loop_for(a.loop, 50);
     assert_int_equal(acq_b.calls, 1);
     /* A's hold stays in Redis until its lease runs out: free does no I/O */
     assert_int_equal(redis_fixture_int(a.f, "EXISTS async-canceled"), 1);
@@ -411,26 +342,26 @@ static void test_async_token_of_each_owner_is_readable_in_its_acquire_callback(v
     uint64_t token = 0;
     ASSERT_RC(dlock_lock_token_of(a.l, OWNER_A, &token), DLOCK_ENOTOWNER); /* none yet */
     ASSERT_RC(dlock_lock_acquire_async(a.l, OWNER_A, 0, 30000, record_token, &ta), DLOCK_OK);
-    RUN_UNTIL(&a, ok, ta.d.calls > 0, slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok, ta.d.calls > 0, slack_ms(5000));
     assert_true(ok);
     ASSERT_RC(ta.d.status, DLOCK_OK);
     ASSERT_RC(ta.token_rc, DLOCK_OK);
     assert_int_equal(ta.token, 1);
     /* reentrant: a token of its own */
     ASSERT_RC(dlock_lock_acquire_async(a.l, OWNER_A, 0, 30000, record_token, &ta2), DLOCK_OK);
-    RUN_UNTIL(&a, ok, ta2.d.calls > 0, slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok, ta2.d.calls > 0, slack_ms(5000));
     assert_true(ok);
     ASSERT_RC(ta2.token_rc, DLOCK_OK);
     assert_int_equal(ta2.token, 2);
     for (int i = 0; i < 2; i++) {
         rel = (done){0};
         ASSERT_RC(dlock_lock_release_async(a.l, OWNER_A, record_done, &rel), DLOCK_OK);
-        RUN_UNTIL(&a, ok, rel.calls > 0, slack_ms(5000));
+        RUN_LOOP_UNTIL(a.loop, ok, rel.calls > 0, slack_ms(5000));
         assert_true(ok);
         ASSERT_RC(rel.status, DLOCK_OK);
     }
     ASSERT_RC(dlock_lock_acquire_async(a.l, OWNER_B, 0, 30000, record_token, &tb), DLOCK_OK);
-    RUN_UNTIL(&a, ok, tb.d.calls > 0, slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok, tb.d.calls > 0, slack_ms(5000));
     assert_true(ok);
     ASSERT_RC(tb.token_rc, DLOCK_OK);
     assert_int_equal(tb.token, 3);
@@ -441,7 +372,7 @@ static void test_async_token_of_each_owner_is_readable_in_its_acquire_callback(v
     assert_int_equal(redis_fixture_int(a.f, "GET redisson_lock_token:{async-fenced}"), 3);
     rel = (done){0};
     ASSERT_RC(dlock_lock_release_async(a.l, OWNER_B, record_done, &rel), DLOCK_OK);
-    RUN_UNTIL(&a, ok, rel.calls > 0, slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok, rel.calls > 0, slack_ms(5000));
     assert_true(ok);
     app_close(&a);
 }

@@ -31,7 +31,9 @@
 
 #include <cmocka.h>
 
+#include "core_call.h"
 #include "dlock.h"
+#include "harness.h"
 #include "redis_fixture.h"
 #include "test_util.h"
 
@@ -39,43 +41,6 @@
 #define NSERVERS 3
 
 /* ---- helpers ----------------------------------------------------------------------------- */
-
-#define ASSERT_RC(expr, want)                                                                      \
-    do {                                                                                           \
-        int rc_ = (expr);                                                                          \
-        if (rc_ != (want))                                                                         \
-            fail_msg("%s = %s (%s), expected %s", #expr, dlock_err_name(rc_), dlock_last_error(),  \
-                     dlock_err_name(want));                                                        \
-    } while (0)
-
-#define ASSERT_BETWEEN(value, lo, hi)                                                              \
-    do {                                                                                           \
-        long long v_ = (long long)(value);                                                         \
-        if (v_ < (long long)(lo) || v_ > (long long)(hi))                                          \
-            fail_msg("%s = %lld, expected %lld..%lld", #value, v_, (long long)(lo),                \
-                     (long long)(hi));                                                             \
-    } while (0)
-
-#define POLL_UNTIL(ok, cond, timeout_ms)                                                           \
-    do {                                                                                           \
-        int64_t until_ = test_now_ms() + (timeout_ms);                                             \
-        for (;;) {                                                                                 \
-            if (cond) {                                                                            \
-                (ok) = true;                                                                       \
-                break;                                                                             \
-            }                                                                                      \
-            if (test_now_ms() >= until_) {                                                         \
-                (ok) = (cond);                                                                     \
-                break;                                                                             \
-            }                                                                                      \
-            test_sleep_ms(2);                                                                      \
-        }                                                                                          \
-    } while (0)
-
-/* An upper time bound, widened when the process runs on valgrind. */
-static int64_t slack_ms(int64_t ms) {
-    return test_under_valgrind() ? ms * 10 : ms;
-}
 
 /* A blocking-face client on f; watchdog_ms / timeout_ms 0 keep the defaults. */
 static dlock_client *connect_client_opts(redis_fixture *f, int64_t watchdog_ms, int64_t timeout_ms,
@@ -157,17 +122,8 @@ static void free_locks(dlock_lock **locks, size_t n) {
         dlock_lock_free(locks[i]);
 }
 
-/* "<client-id>:<owner>", the owner field of REDIS_LAYOUT.md. */
-static void owner_field(dlock_client *c, uint64_t owner, char *buf, size_t size) {
-    snprintf(buf, size, "%s:%llu", dlock_client_id(c), (unsigned long long)owner);
-}
-
 static long long exists(redis_fixture *f, const char *key) {
     return redis_fixture_int(f, "EXISTS %s", key);
-}
-
-static long long pttl_of(redis_fixture *f, const char *key) {
-    return redis_fixture_int(f, "PTTL %s", key);
 }
 
 /* The hold count the key's hash gives the calling thread of client c (0 if none). */

@@ -35,6 +35,7 @@
 #include "core_call.h"
 #include "dlock.h"
 #include "dlock/adapters/libev.h"
+#include "harness.h"
 #include "redis_fixture.h"
 #include "test_util.h"
 
@@ -42,28 +43,6 @@
 #define NO_LEASE_SCORE 922337203685477LL
 
 /* ---- helpers ----------------------------------------------------------------------------- */
-
-#define ASSERT_RC(expr, want)                                                                      \
-    do {                                                                                           \
-        int rc_ = (expr);                                                                          \
-        if (rc_ != (want))                                                                         \
-            fail_msg("%s = %s (%s), expected %s", #expr, dlock_err_name(rc_), dlock_last_error(),  \
-                     dlock_err_name(want));                                                        \
-    } while (0)
-
-#define ASSERT_BETWEEN(value, lo, hi)                                                              \
-    do {                                                                                           \
-        long long v_ = (long long)(value);                                                         \
-        if (v_ < (long long)(lo) || v_ > (long long)(hi))                                          \
-            fail_msg("%s = %lld, expected %lld..%lld", #value, v_, (long long)(lo),                \
-                     (long long)(hi));                                                             \
-    } while (0)
-
-static redis_fixture *start_server(void) {
-    redis_fixture *f = NULL;
-    assert_int_equal(redis_fixture_start(NULL, &f), 0);
-    return f;
-}
 
 static dlock_client *connect_client(redis_fixture *f) {
     dlock_options o;
@@ -87,25 +66,6 @@ static int64_t available_of(dlock_permits *p) {
     int64_t n = INT64_MIN;
     ASSERT_RC(dlock_permits_available(p, &n), DLOCK_OK);
     return n;
-}
-
-static long long numsub(redis_fixture *f, const char *channel) {
-    redisReply *r = redis_fixture_cmd(f, "PUBSUB NUMSUB %s", channel);
-    assert_non_null(r);
-    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-    assert_int_equal(r->elements, 2);
-    long long n = r->element[1]->integer;
-    freeReplyObject(r);
-    return n;
-}
-
-static long long script_calls(redis_fixture *f) {
-    return redis_fixture_info_int(f, "commandstats", "cmdstat_evalsha.calls") +
-           redis_fixture_info_int(f, "commandstats", "cmdstat_eval.calls");
-}
-
-static long long total_commands(redis_fixture *f) {
-    return redis_fixture_info_int(f, "stats", "total_commands_processed");
 }
 
 /* The server's clock (TIME), in ms since the epoch. */
@@ -164,18 +124,6 @@ static size_t timeout_set(redis_fixture *f, const char *key, zentry *out, size_t
     }
     freeReplyObject(r);
     return n;
-}
-
-static redisContext *subscribe_to(redis_fixture *f, const char *channel) {
-    redisContext *s = redisConnectUnix(redis_fixture_socket(f));
-    assert_true(s && s->err == 0);
-    struct timeval tv = {.tv_sec = test_under_valgrind() ? 60 : 10};
-    redisSetTimeout(s, tv);
-    redisReply *r = redisCommand(s, "SUBSCRIBE %s", channel);
-    assert_non_null(r);
-    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-    freeReplyObject(r);
-    return s;
 }
 
 /* Publishes "end" on channel, then reads s up to it: the payloads before it as "a,b,". */
@@ -723,14 +671,6 @@ static void test_channel_redisson_sc_carries_the_new_count_of_set_release_and_ex
 
 /* ---- bad input --------------------------------------------------------------------------- */
 
-#define ASSERT_EINVAL(expr)                                                                        \
-    do {                                                                                           \
-        dlock__set_last_error("");                                                                 \
-        ASSERT_RC(expr, DLOCK_EINVAL);                                                             \
-        if (!dlock_last_error()[0])                                                                \
-            fail_msg("%s: no dlock_last_error() text", #expr);                                     \
-    } while (0)
-
 static void count_calls(dlock_permits *p, int status, const dlock_permit_id *id, void *arg) {
     (void)p;
     (void)status;
@@ -811,13 +751,6 @@ static void test_bad_arguments_and_malformed_ids_are_einval_without_any_io(void 
     dlock_client_free(c);
     redis_fixture_stop(f);
 }
-
-#define ASSERT_WRONGTYPE(expr)                                                                     \
-    do {                                                                                           \
-        ASSERT_RC(expr, DLOCK_EREDIS);                                                             \
-        if (!strstr(dlock_last_error(), "WRONGTYPE"))                                              \
-            fail_msg("%s: last error \"%s\" has no WRONGTYPE", #expr, dlock_last_error());         \
-    } while (0)
 
 static void expect_hash_unchanged(redis_fixture *f, const char *key) {
     char *type = redis_fixture_str(f, "TYPE %s", key);
@@ -921,60 +854,20 @@ typedef struct app {
     ev_timer tick;
 } app;
 
-static void tick_cb(struct ev_loop *loop, ev_timer *w, int revents) {
-    (void)loop;
-    (void)w;
-    (void)revents;
-}
-
-#define RUN_UNTIL(a, ok, cond, timeout_ms)                                                         \
-    do {                                                                                           \
-        int64_t until_ = test_now_ms() + (timeout_ms);                                             \
-        while (!((ok) = (cond)) && test_now_ms() < until_)                                         \
-            ev_run((a)->loop, EVRUN_ONCE);                                                         \
-    } while (0)
-
-static void run_for(app *a, int64_t ms) {
-    int64_t until = test_now_ms() + ms;
-    while (test_now_ms() < until)
-        ev_run(a->loop, EVRUN_ONCE);
-}
-
-static void ping_done(dlock_client *c, int status, void *arg) {
-    (void)c;
-    *(int *)arg = status;
-}
-
-static void sync_with_client(app *a) {
-    int status = 1;
-    ASSERT_RC(dlock_client_ping_async(a->c, ping_done, &status), DLOCK_OK);
-    bool ok = false;
-    RUN_UNTIL(a, ok, status != 1, test_slack_ms(5000));
-    assert_true(ok);
-    ASSERT_RC(status, DLOCK_OK);
-}
-
 static void app_open(app *a, const char *name) {
     memset(a, 0, sizeof(*a));
     a->f = start_server();
-    a->loop = ev_loop_new(EVFLAG_AUTO);
-    assert_non_null(a->loop);
-    ev_timer_init(&a->tick, tick_cb, 0.002, 0.002);
-    ev_timer_start(a->loop, &a->tick);
-    dlock_options o;
-    dlock_options_init(&o);
-    o.url = redis_fixture_unix_url(a->f);
-    ASSERT_RC(dlock_client_new_on_loop(&o, a->loop, &a->c), DLOCK_OK);
+    a->loop = polling_loop_new(&a->tick);
+    a->c = connect_on_loop(a->f, a->loop);
     ASSERT_RC(dlock_permits_new(a->c, name, &a->p), DLOCK_OK);
-    sync_with_client(a);
+    sync_with_client(a->loop, a->c, test_slack_ms(5000));
 }
 
 static void app_close(app *a) {
     dlock_permits_free(a->p);
-    sync_with_client(a);
+    sync_with_client(a->loop, a->c, test_slack_ms(5000));
     ASSERT_RC(dlock_client_free(a->c), DLOCK_OK);
-    ev_timer_stop(a->loop, &a->tick);
-    ev_loop_destroy(a->loop);
+    polling_loop_free(a->loop, &a->tick);
     redis_fixture_stop(a->f);
 }
 
@@ -1015,7 +908,7 @@ test_async_acquire_gives_the_id_to_its_callback_and_release_async_hands_it_on(vo
 
     ASSERT_RC(dlock_permits_acquire_async(a.p, 0, -1, record_done, &first), DLOCK_OK);
     assert_int_equal(first.calls, 0); /* never inside the call */
-    RUN_UNTIL(&a, ok, first.calls > 0, test_slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok, first.calls > 0, test_slack_ms(5000));
     assert_true(ok);
     ASSERT_RC(first.status, DLOCK_OK);
     assert_ptr_equal(first.p, a.p);
@@ -1027,7 +920,7 @@ test_async_acquire_gives_the_id_to_its_callback_and_release_async_hands_it_on(vo
 
     /* empty pool, wait 0: DLOCK_ETIMEDOUT and no id */
     ASSERT_RC(dlock_permits_acquire_async(a.p, 0, 5000, record_done, &busy), DLOCK_OK);
-    RUN_UNTIL(&a, ok, busy.calls > 0, test_slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok, busy.calls > 0, test_slack_ms(5000));
     assert_true(ok);
     ASSERT_RC(busy.status, DLOCK_ETIMEDOUT);
     assert_false(busy.has_id);
@@ -1035,17 +928,17 @@ test_async_acquire_gives_the_id_to_its_callback_and_release_async_hands_it_on(vo
     long long scripts_before = script_calls(a.f);
     ASSERT_RC(dlock_permits_acquire_async(a.p, DLOCK_FOREVER, 10000, record_done, &second),
               DLOCK_OK);
-    RUN_UNTIL(&a, ok,
-              numsub(a.f, "redisson_sc:{async-perm}") == 1 &&
-                  script_calls(a.f) >= scripts_before + 2,
-              test_slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok,
+                   numsub(a.f, "redisson_sc:{async-perm}") == 1 &&
+                       script_calls(a.f) >= scripts_before + 2,
+                   test_slack_ms(5000));
     assert_true(ok);
-    run_for(&a, 50);
+    run_loop_for(a.loop, 50);
     assert_int_equal(second.calls, 0);
 
     ASSERT_RC(dlock_permits_release_async(a.p, &first.id, record_done, &rel), DLOCK_OK);
     assert_int_equal(rel.calls, 0);
-    RUN_UNTIL(&a, ok, second.calls > 0, test_slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok, second.calls > 0, test_slack_ms(5000));
     assert_true(ok);
     assert_int_equal(rel.calls, 1);
     ASSERT_RC(rel.status, DLOCK_OK);
@@ -1060,12 +953,12 @@ test_async_acquire_gives_the_id_to_its_callback_and_release_async_hands_it_on(vo
     /* the first id is gone now: DLOCK_ENOTOWNER through the callback, no id */
     ASSERT_RC(dlock_permits_release_async(a.p, &first.id, record_done, &again), DLOCK_OK);
     assert_int_equal(again.calls, 0);
-    RUN_UNTIL(&a, ok, again.calls > 0, test_slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok, again.calls > 0, test_slack_ms(5000));
     assert_true(ok);
     ASSERT_RC(again.status, DLOCK_ENOTOWNER);
     assert_false(again.has_id);
 
-    run_for(&a, 100); /* nothing is called twice */
+    run_loop_for(a.loop, 100); /* nothing is called twice */
     assert_int_equal(first.calls, 1);
     assert_int_equal(busy.calls, 1);
     assert_int_equal(second.calls, 1);
@@ -1086,20 +979,22 @@ test_permits_free_with_a_waiting_async_acquire_calls_it_back_canceled_once(void 
     done acq = {0};
     bool ok = false;
     ASSERT_RC(dlock_permits_acquire_async(a.p, DLOCK_FOREVER, -1, record_done, &acq), DLOCK_OK);
-    RUN_UNTIL(&a, ok, numsub(a.f, "redisson_sc:{async-canceled}") == 1, test_slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok, numsub(a.f, "redisson_sc:{async-canceled}") == 1,
+                   test_slack_ms(5000));
     assert_true(ok);
-    run_for(&a, 20);
+    run_loop_for(a.loop, 20);
     assert_int_equal(acq.calls, 0);
     dlock_permits_free(a.p);
     a.p = NULL;
     assert_int_equal(acq.calls, 0); /* not inside the call */
-    RUN_UNTIL(&a, ok, acq.calls > 0, test_slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok, acq.calls > 0, test_slack_ms(5000));
     assert_true(ok);
     ASSERT_RC(acq.status, DLOCK_ECANCELED);
     assert_false(acq.has_id);
-    RUN_UNTIL(&a, ok, numsub(a.f, "redisson_sc:{async-canceled}") == 0, test_slack_ms(2000));
+    RUN_LOOP_UNTIL(a.loop, ok, numsub(a.f, "redisson_sc:{async-canceled}") == 0,
+                   test_slack_ms(2000));
     assert_true(ok);
-    run_for(&a, 50);
+    run_loop_for(a.loop, 50);
     assert_int_equal(acq.calls, 1);
     assert_int_equal(redis_fixture_int(a.f, "DBSIZE"), 0); /* it took nothing */
     app_close(&a);

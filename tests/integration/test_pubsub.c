@@ -26,6 +26,7 @@
 
 #include "core.h"
 #include "core_call.h"
+#include "harness.h"
 #include "redis_fixture.h"
 #include "test_util.h"
 
@@ -137,16 +138,6 @@ static bool listener_ready(dlock_client *c, probe *p) {
 }
 
 /* ---- reading the server's view ------------------------------------------------------------ */
-
-static long long numsub(redis_fixture *f, const char *channel) {
-    redisReply *r = redis_fixture_cmd(f, "PUBSUB NUMSUB %s", channel);
-    assert_non_null(r);
-    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-    assert_int_equal(r->elements, 2);
-    long long n = r->element[1]->integer;
-    freeReplyObject(r);
-    return n;
-}
 
 /* How many channels the server has subscribers for (any client). */
 static long long active_channels(redis_fixture *f) {

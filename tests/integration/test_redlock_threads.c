@@ -26,6 +26,7 @@
 #include <cmocka.h>
 
 #include "dlock.h"
+#include "harness.h"
 #include "redis_fixture.h"
 #include "test_util.h"
 
@@ -33,14 +34,6 @@
 #define N 5
 #define APPS 2
 #define NAME "rl-threads"
-
-#define ASSERT_RC(expr, want)                                                                      \
-    do {                                                                                           \
-        int rc_ = (expr);                                                                          \
-        if (rc_ != (want))                                                                         \
-            fail_msg("%s = %s (%s), expected %s", #expr, dlock_err_name(rc_), dlock_last_error(),  \
-                     dlock_err_name(want));                                                        \
-    } while (0)
 
 static dlock_client *connect_client(redis_fixture *f) {
     dlock_options o;

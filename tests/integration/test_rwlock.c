@@ -37,55 +37,13 @@
 
 #include "core_call.h"
 #include "dlock.h"
+#include "harness.h"
 #include "redis_fixture.h"
 #include "test_util.h"
 
 #define BUDGET_S 60
 
 /* ---- helpers ----------------------------------------------------------------------------- */
-
-#define ASSERT_RC(expr, want)                                                                      \
-    do {                                                                                           \
-        int rc_ = (expr);                                                                          \
-        if (rc_ != (want))                                                                         \
-            fail_msg("%s = %s (%s), expected %s", #expr, dlock_err_name(rc_), dlock_last_error(),  \
-                     dlock_err_name(want));                                                        \
-    } while (0)
-
-#define ASSERT_BETWEEN(value, lo, hi)                                                              \
-    do {                                                                                           \
-        long long v_ = (long long)(value);                                                         \
-        if (v_ < (long long)(lo) || v_ > (long long)(hi))                                          \
-            fail_msg("%s = %lld, expected %lld..%lld", #value, v_, (long long)(lo),                \
-                     (long long)(hi));                                                             \
-    } while (0)
-
-#define POLL_UNTIL(ok, cond, timeout_ms)                                                           \
-    do {                                                                                           \
-        int64_t until_ = test_now_ms() + (timeout_ms);                                             \
-        for (;;) {                                                                                 \
-            if (cond) {                                                                            \
-                (ok) = true;                                                                       \
-                break;                                                                             \
-            }                                                                                      \
-            if (test_now_ms() >= until_) {                                                         \
-                (ok) = (cond);                                                                     \
-                break;                                                                             \
-            }                                                                                      \
-            test_sleep_ms(2);                                                                      \
-        }                                                                                          \
-    } while (0)
-
-/* An upper time bound, widened when the process runs on valgrind. */
-static int64_t slack_ms(int64_t ms) {
-    return test_under_valgrind() ? ms * 10 : ms;
-}
-
-static redis_fixture *start_server(void) {
-    redis_fixture *f = NULL;
-    assert_int_equal(redis_fixture_start(NULL, &f), 0);
-    return f;
-}
 
 /* A blocking-face client on f; 0 keeps the default watchdog_ms / fair_wait_ms. */
 static dlock_client *connect_client_with(redis_fixture *f, int64_t watchdog_ms,
@@ -172,10 +130,6 @@ static void hash_dump(redis_fixture *f, const char *key, char *buf, size_t size)
     freeReplyObject(r);
 }
 
-static long long pttl_of(redis_fixture *f, const char *key) {
-    return redis_fixture_int(f, "PTTL %s", key);
-}
-
 static long long exists(redis_fixture *f, const char *key) {
     return redis_fixture_int(f, "EXISTS %s", key);
 }
@@ -211,22 +165,6 @@ static long long live_keys(redis_fixture *f) {
     long long n = (long long)r->elements;
     freeReplyObject(r);
     return n;
-}
-
-static long long numsub(redis_fixture *f, const char *channel) {
-    redisReply *r = redis_fixture_cmd(f, "PUBSUB NUMSUB %s", channel);
-    assert_non_null(r);
-    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-    assert_int_equal(r->elements, 2);
-    long long n = r->element[1]->integer;
-    freeReplyObject(r);
-    return n;
-}
-
-/* Script calls the server ran so far (EVALSHA, and EVAL after a script-cache miss). */
-static long long script_calls(redis_fixture *f) {
-    return redis_fixture_info_int(f, "commandstats", "cmdstat_evalsha.calls") +
-           redis_fixture_info_int(f, "commandstats", "cmdstat_eval.calls");
 }
 
 /* The server's clock in ms (TIME), which rw.lua's writer deadlines use. */
@@ -1408,14 +1346,6 @@ static void test_read_hash_deleted_behind_the_readers_fires_each_lost_callback_o
 }
 
 /* ---- bad input ---------------------------------------------------------------------------- */
-
-#define ASSERT_EINVAL(expr)                                                                        \
-    do {                                                                                           \
-        dlock__set_last_error("");                                                                 \
-        ASSERT_RC(expr, DLOCK_EINVAL);                                                             \
-        if (!dlock_last_error()[0])                                                                \
-            fail_msg("%s: no dlock_last_error() text", #expr);                                     \
-    } while (0)
 
 static void test_bad_arguments_are_einval_without_any_io(void **state) {
     (void)state;

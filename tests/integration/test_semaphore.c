@@ -30,34 +30,13 @@
 #include "core_call.h"
 #include "dlock.h"
 #include "dlock/adapters/libev.h"
+#include "harness.h"
 #include "redis_fixture.h"
 #include "test_util.h"
 
 #define BUDGET_S 60
 
 /* ---- helpers ----------------------------------------------------------------------------- */
-
-#define ASSERT_RC(expr, want)                                                                      \
-    do {                                                                                           \
-        int rc_ = (expr);                                                                          \
-        if (rc_ != (want))                                                                         \
-            fail_msg("%s = %s (%s), expected %s", #expr, dlock_err_name(rc_), dlock_last_error(),  \
-                     dlock_err_name(want));                                                        \
-    } while (0)
-
-#define ASSERT_BETWEEN(value, lo, hi)                                                              \
-    do {                                                                                           \
-        long long v_ = (long long)(value);                                                         \
-        if (v_ < (long long)(lo) || v_ > (long long)(hi))                                          \
-            fail_msg("%s = %lld, expected %lld..%lld", #value, v_, (long long)(lo),                \
-                     (long long)(hi));                                                             \
-    } while (0)
-
-static redis_fixture *start_server(void) {
-    redis_fixture *f = NULL;
-    assert_int_equal(redis_fixture_start(NULL, &f), 0);
-    return f;
-}
 
 static dlock_client *connect_url(const char *url) {
     dlock_options o;
@@ -87,28 +66,8 @@ static int64_t available_of(dlock_semaphore *s) {
     return n;
 }
 
-static long long numsub(redis_fixture *f, const char *channel) {
-    redisReply *r = redis_fixture_cmd(f, "PUBSUB NUMSUB %s", channel);
-    assert_non_null(r);
-    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-    assert_int_equal(r->elements, 2);
-    long long n = r->element[1]->integer;
-    freeReplyObject(r);
-    return n;
-}
-
-/* Script calls the server ran so far (EVALSHA, and EVAL after a script-cache miss). */
-static long long script_calls(redis_fixture *f) {
-    return redis_fixture_info_int(f, "commandstats", "cmdstat_evalsha.calls") +
-           redis_fixture_info_int(f, "commandstats", "cmdstat_eval.calls");
-}
-
-static long long total_commands(redis_fixture *f) {
-    return redis_fixture_info_int(f, "stats", "total_commands_processed");
-}
-
 /* A plain hiredis connection subscribed to channel, to read what the library publishes. */
-static redisContext *subscribe_to(redis_fixture *f, const char *channel) {
+static redisContext *subscribe_confirmed(redis_fixture *f, const char *channel) {
     redisContext *s = redisConnectUnix(redis_fixture_socket(f));
     assert_true(s && s->err == 0);
     struct timeval tv = {.tv_sec = test_under_valgrind() ? 60 : 10};
@@ -606,7 +565,7 @@ static void test_channel_redisson_sc_carries_the_new_count_of_set_add_and_releas
     dlock_client *c = connect_client(f);
     dlock_semaphore *s = new_semaphore(c, "announced");
     const char *channel = "redisson_sc:{announced}";
-    redisContext *sub = subscribe_to(f, channel);
+    redisContext *sub = subscribe_confirmed(f, channel);
     ASSERT_RC(dlock_semaphore_try_set_permits(s, 5, NULL), DLOCK_OK); /* "5" */
     ASSERT_RC(dlock_semaphore_try_set_permits(s, 9, NULL), DLOCK_OK); /* not set: nothing */
     ASSERT_RC(dlock_semaphore_acquire(s, 2), DLOCK_OK);               /* taking: nothing */
@@ -623,7 +582,7 @@ static void test_channel_redisson_sc_carries_the_new_count_of_set_add_and_releas
 
     /* a name holding a '{' is its own hash tag: no extra braces on the channel */
     dlock_semaphore *tagged = new_semaphore(c, "sem{tag}");
-    sub = subscribe_to(f, "redisson_sc:sem{tag}");
+    sub = subscribe_confirmed(f, "redisson_sc:sem{tag}");
     ASSERT_RC(dlock_semaphore_release(tagged, 2), DLOCK_OK);
     messages_until_end(f, sub, "redisson_sc:sem{tag}", got, sizeof(got));
     assert_string_equal(got, "2,");
@@ -657,14 +616,6 @@ static void test_release_published_by_hand_on_the_channel_wakes_a_waiter(void **
 }
 
 /* ---- bad input --------------------------------------------------------------------------- */
-
-#define ASSERT_EINVAL(expr)                                                                        \
-    do {                                                                                           \
-        dlock__set_last_error("");                                                                 \
-        ASSERT_RC(expr, DLOCK_EINVAL);                                                             \
-        if (!dlock_last_error()[0])                                                                \
-            fail_msg("%s: no dlock_last_error() text", #expr);                                     \
-    } while (0)
 
 static void never_called(dlock_semaphore *s, int status, void *arg) {
     (void)s;
@@ -765,12 +716,6 @@ test_every_call_on_a_hash_key_is_eredis_wrongtype_and_the_key_is_unchanged(void 
     freeReplyObject(redis_fixture_cmd(f, "HSET a-hash f v"));
     int64_t n = 0;
     bool was_set = false;
-#define ASSERT_WRONGTYPE(expr)                                                                     \
-    do {                                                                                           \
-        ASSERT_RC(expr, DLOCK_EREDIS);                                                             \
-        if (!strstr(dlock_last_error(), "WRONGTYPE"))                                              \
-            fail_msg("%s: last error \"%s\" has no WRONGTYPE", #expr, dlock_last_error());         \
-    } while (0)
     ASSERT_WRONGTYPE(dlock_semaphore_try_set_permits(s, 3, &was_set));
     ASSERT_WRONGTYPE(dlock_semaphore_add_permits(s, 3));
     ASSERT_WRONGTYPE(dlock_semaphore_add_permits(s, -3));
@@ -806,62 +751,20 @@ typedef struct app {
     ev_timer tick; /* keeps EVRUN_ONCE from blocking for long while we poll */
 } app;
 
-static void tick_cb(struct ev_loop *loop, ev_timer *w, int revents) {
-    (void)loop;
-    (void)w;
-    (void)revents;
-}
-
-/* Runs the loop until cond holds or timeout_ms passes; ok says which. */
-#define RUN_UNTIL(a, ok, cond, timeout_ms)                                                         \
-    do {                                                                                           \
-        int64_t until_ = test_now_ms() + (timeout_ms);                                             \
-        while (!((ok) = (cond)) && test_now_ms() < until_)                                         \
-            ev_run((a)->loop, EVRUN_ONCE);                                                         \
-    } while (0)
-
-static void run_for(app *a, int64_t ms) {
-    int64_t until = test_now_ms() + ms;
-    while (test_now_ms() < until)
-        ev_run(a->loop, EVRUN_ONCE);
-}
-
-static void ping_done(dlock_client *c, int status, void *arg) {
-    (void)c;
-    *(int *)arg = status;
-}
-
-/* One round trip through the client: everything submitted before it has started. */
-static void sync_with_client(app *a) {
-    int status = 1;
-    ASSERT_RC(dlock_client_ping_async(a->c, ping_done, &status), DLOCK_OK);
-    bool ok = false;
-    RUN_UNTIL(a, ok, status != 1, test_slack_ms(5000));
-    assert_true(ok);
-    ASSERT_RC(status, DLOCK_OK);
-}
-
 static void app_open(app *a, const char *name) {
     memset(a, 0, sizeof(*a));
     a->f = start_server();
-    a->loop = ev_loop_new(EVFLAG_AUTO);
-    assert_non_null(a->loop);
-    ev_timer_init(&a->tick, tick_cb, 0.002, 0.002);
-    ev_timer_start(a->loop, &a->tick);
-    dlock_options o;
-    dlock_options_init(&o);
-    o.url = redis_fixture_unix_url(a->f);
-    ASSERT_RC(dlock_client_new_on_loop(&o, a->loop, &a->c), DLOCK_OK);
+    a->loop = polling_loop_new(&a->tick);
+    a->c = connect_on_loop(a->f, a->loop);
     ASSERT_RC(dlock_semaphore_new(a->c, name, &a->s), DLOCK_OK);
-    sync_with_client(a); /* connected */
+    sync_with_client(a->loop, a->c, test_slack_ms(5000)); /* connected */
 }
 
 static void app_close(app *a) {
     dlock_semaphore_free(a->s); /* on the loop thread: it goes through the client's queue */
-    sync_with_client(a);
+    sync_with_client(a->loop, a->c, test_slack_ms(5000));
     ASSERT_RC(dlock_client_free(a->c), DLOCK_OK);
-    ev_timer_stop(a->loop, &a->tick);
-    ev_loop_destroy(a->loop);
+    polling_loop_free(a->loop, &a->tick);
     redis_fixture_stop(a->f);
 }
 
@@ -897,27 +800,27 @@ test_async_acquire_of_2_completes_after_the_second_async_release_of_1_once_each(
     long long scripts_before = script_calls(a.f);
     ASSERT_RC(dlock_semaphore_acquire_async(a.s, 2, DLOCK_FOREVER, record_done, &acq), DLOCK_OK);
     assert_int_equal(acq.calls, 0); /* never inside the call */
-    RUN_UNTIL(&a, ok,
-              numsub(a.f, "redisson_sc:{async-sem}") == 1 &&
-                  script_calls(a.f) >= scripts_before + 2,
-              test_slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok,
+                   numsub(a.f, "redisson_sc:{async-sem}") == 1 &&
+                       script_calls(a.f) >= scripts_before + 2,
+                   test_slack_ms(5000));
     assert_true(ok);
-    run_for(&a, 50);
+    run_loop_for(a.loop, 50);
     assert_int_equal(acq.calls, 0);
 
     ASSERT_RC(dlock_semaphore_release_async(a.s, 1, record_done, &rel1), DLOCK_OK);
     assert_int_equal(rel1.calls, 0);
-    RUN_UNTIL(&a, ok, rel1.calls > 0, test_slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok, rel1.calls > 0, test_slack_ms(5000));
     assert_true(ok);
     ASSERT_RC(rel1.status, DLOCK_OK);
     assert_ptr_equal(rel1.s, a.s);
-    run_for(&a, 100);
+    run_loop_for(a.loop, 100);
     assert_int_equal(acq.calls, 0); /* 1 of 2 */
     assert_int_equal(redis_fixture_int(a.f, "GET async-sem"), 1);
 
     ASSERT_RC(dlock_semaphore_release_async(a.s, 1, record_done, &rel2), DLOCK_OK);
     assert_int_equal(rel2.calls, 0);
-    RUN_UNTIL(&a, ok, acq.calls > 0, test_slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok, acq.calls > 0, test_slack_ms(5000));
     assert_true(ok);
     ASSERT_RC(acq.status, DLOCK_OK);
     assert_ptr_equal(acq.s, a.s);
@@ -929,11 +832,11 @@ test_async_acquire_of_2_completes_after_the_second_async_release_of_1_once_each(
     /* wait 0 with nothing available: DLOCK_ETIMEDOUT through the callback */
     ASSERT_RC(dlock_semaphore_acquire_async(a.s, 1, 0, record_done, &now), DLOCK_OK);
     assert_int_equal(now.calls, 0);
-    RUN_UNTIL(&a, ok, now.calls > 0, test_slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok, now.calls > 0, test_slack_ms(5000));
     assert_true(ok);
     ASSERT_RC(now.status, DLOCK_ETIMEDOUT);
 
-    run_for(&a, 100); /* nothing is called twice */
+    run_loop_for(a.loop, 100); /* nothing is called twice */
     assert_int_equal(acq.calls, 1);
     assert_int_equal(rel1.calls, 1);
     assert_int_equal(rel2.calls, 1);
@@ -957,11 +860,11 @@ static void test_async_acquire_of_0_calls_back_ok_once_without_io(void **state) 
     ASSERT_RC(dlock_semaphore_release_async(a.s, 0, record_done, &rel), DLOCK_OK);
     assert_int_equal(acq.calls, 0);
     assert_int_equal(rel.calls, 0);
-    RUN_UNTIL(&a, ok, acq.calls > 0 && rel.calls > 0, test_slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok, acq.calls > 0 && rel.calls > 0, test_slack_ms(5000));
     assert_true(ok);
     ASSERT_RC(acq.status, DLOCK_OK);
     ASSERT_RC(rel.status, DLOCK_OK);
-    run_for(&a, 50);
+    run_loop_for(a.loop, 50);
     assert_int_equal(acq.calls, 1);
     assert_int_equal(rel.calls, 1);
     assert_int_equal(total_commands(a.f) - before, 1);
@@ -978,22 +881,24 @@ test_semaphore_free_with_a_waiting_async_acquire_calls_it_back_canceled_once(voi
     done acq = {0};
     bool ok = false;
     ASSERT_RC(dlock_semaphore_acquire_async(a.s, 1, DLOCK_FOREVER, record_done, &acq), DLOCK_OK);
-    RUN_UNTIL(&a, ok, numsub(a.f, "redisson_sc:{async-canceled}") == 1, test_slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok, numsub(a.f, "redisson_sc:{async-canceled}") == 1,
+                   test_slack_ms(5000));
     assert_true(ok);
-    run_for(&a, 20);
+    run_loop_for(a.loop, 20);
     assert_int_equal(acq.calls, 0);
     dlock_semaphore_free(a.s);
     a.s = NULL;
     assert_int_equal(acq.calls, 0); /* not inside the call */
-    RUN_UNTIL(&a, ok, acq.calls > 0, test_slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok, acq.calls > 0, test_slack_ms(5000));
     assert_true(ok);
     ASSERT_RC(acq.status, DLOCK_ECANCELED);
-    RUN_UNTIL(&a, ok, numsub(a.f, "redisson_sc:{async-canceled}") == 0, test_slack_ms(2000));
+    RUN_LOOP_UNTIL(a.loop, ok, numsub(a.f, "redisson_sc:{async-canceled}") == 0,
+                   test_slack_ms(2000));
     assert_true(ok);
     /* a release now finds nobody waiting: the permit stays */
     freeReplyObject(redis_fixture_cmd(a.f, "SET async-canceled 1"));
     freeReplyObject(redis_fixture_cmd(a.f, "PUBLISH redisson_sc:{async-canceled} 1"));
-    run_for(&a, 100);
+    run_loop_for(a.loop, 100);
     assert_int_equal(acq.calls, 1);
     assert_int_equal(redis_fixture_int(a.f, "GET async-canceled"), 1);
     app_close(&a); /* dlock_semaphore_free(NULL) is a no-op */
