@@ -347,25 +347,35 @@ static round *round_run(composite *cp, uint64_t owner, const bool *which, bool r
     return r;
 }
 
-/* Ends an acquire round: from now on a late yes gives itself back. taken[i] is set for the
- * members that said yes; unsure[i] for those that failed in a way that may have taken it
- * (a connection error); *error to a member's error other than "busy", if any. Returns how
- * many said yes. */
-static size_t round_close(round *r, bool *taken, bool *unsure, int *error) {
+/* Ends an acquire round and decides it, in one critical section with the members'
+ * answers: won when a quorum said yes and the validity (lease - time since start -
+ * drift) is still positive. A won round is recorded in the owner's holding at once, so
+ * that every later yes joins it; after a lost round a later yes gives itself back.
+ * taken[i]: said yes; unsure[i]: failed in a way that may have taken it (a connection
+ * error); *error: a member's error other than "busy", if any; *rc: the outcome of
+ * recording a won round. Returns whether the round was won. */
+static bool round_decide(round *r, int64_t lease, int64_t drift, int64_t start, bool *taken,
+                         bool *unsure, int *error, size_t *yes, int64_t *validity, int *rc) {
     composite *cp = r->cp;
-    size_t yes = 0;
     pthread_mutex_lock(&r->mu);
     r->closed = true;
+    *yes = 0;
     for (size_t i = 0; i < cp->n; i++) {
         int st = r->status[i];
         taken[i] = st == DLOCK_OK;
         unsure[i] = st == DLOCK_ECONN;
-        yes += taken[i];
+        *yes += taken[i];
         if (st < 0 && st != DLOCK_ETIMEDOUT && st != DLOCK_ENOTOWNER)
             *error = st;
     }
+    *validity = lease - (dlock__now_ms() - start) - drift;
+    bool won = *yes >= cp->quorum && *validity > 0;
+    if (won) {
+        *rc = holding_add(cp, r->owner, taken, lease);
+        r->kept = *rc == DLOCK_OK;
+    }
     pthread_mutex_unlock(&r->mu);
-    return yes;
+    return won;
 }
 
 static int64_t redlock_lease(const composite *cp, int64_t lease_ms) {
@@ -397,17 +407,14 @@ static int redlock_try_acquire(void *self, uint64_t owner, int64_t wait_ms, int6
         if (!r)
             return dlock__fail(DLOCK_ENOMEM, "out of memory");
         bool taken[cp->n], unsure[cp->n];
-        size_t got = round_close(r, taken, unsure, &last_error);
-        int64_t validity = lease - (dlock__now_ms() - start) - drift_ms(lease);
-        if (got >= cp->quorum && validity > 0) {
-            int rc = holding_add(cp, owner, taken, lease);
-            pthread_mutex_lock(&r->mu);
-            r->kept = rc == DLOCK_OK; /* members answering yes from now on are kept */
-            pthread_mutex_unlock(&r->mu);
-            round_unref(r);
-            return rc;
-        }
+        size_t got;
+        int64_t validity;
+        int rc = DLOCK_OK;
+        bool won = round_decide(r, lease, drift_ms(lease), start, taken, unsure, &last_error,
+                                &got, &validity, &rc);
         round_unref(r);
+        if (won)
+            return rc;
         /* give back every member that took it, or may have (not the ones that said no) */
         for (size_t i = 0; i < cp->n; i++)
             if (taken[i] || unsure[i])
