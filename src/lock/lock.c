@@ -25,6 +25,7 @@
 
 typedef struct hold hold;
 typedef struct lock_state lock_state;
+typedef struct lock_op lock_op;
 
 /* An owner field and the kind's suffix (lock_kind.h). */
 #define FIELD_MAX (DLOCK__OWNER_FIELD_MAX + 16)
@@ -54,8 +55,8 @@ struct dlock_lock {
  * for their own resend. */
 struct lock_state {
     dlock_client *client;
-    hold *holds;         /* one per owner that ever used the name */
-    dlock_lock *handles; /* whose lost callbacks to call */
+    hold *holds;                /* one per owner that ever used the name */
+    dlock_lock *handles;        /* whose lost callbacks to call */
     dlock__lease_ops lease_ops; /* the kind's renew script, our lost handler */
     dlock__wait_ops wait_ops;   /* the kind's wake rule, our attempt and done */
 };
@@ -66,18 +67,20 @@ struct hold {
     lock_state *state;
     uint64_t owner;
     char field[FIELD_MAX];
-    int64_t count;          /* holds this owner has, as far as the client knows */
-    int64_t lost;           /* holds lost while held: each makes a release say DLOCK_ELOST */
-    int64_t lease_ms;       /* lease of the latest acquisition, DLOCK_WATCHDOG or ms */
-    uint64_t token;         /* fenced: token of the latest acquisition */
+    int64_t count;    /* holds this owner has, as far as the client knows */
+    int64_t lost;     /* holds lost while held: each makes a release say DLOCK_ELOST */
+    int64_t lease_ms; /* lease of the latest acquisition, DLOCK_WATCHDOG or ms */
+    uint64_t token;   /* fenced: token of the latest acquisition */
     bool has_token;
-    bool release_unsure;    /* a release failed with DLOCK_ECONN: it may have been applied */
-    int acquiring;          /* acquire attempts in flight: count may be about to grow */
-    dlock__lease *watchdog; /* registered while a watchdog hold is taken or held */
-    char *waiter_channel;   /* the kind's channel for this owner, or NULL: the lock's */
+    bool release_unsure; /* a release failed with DLOCK_ECONN: it may have been applied */
+    /* One acquire or release of this owner in Redis at a time (see hold_run): the count
+     * the scripts are told is then exact, as their resend rules need. */
+    bool busy;
+    lock_op *queue_head, *queue_tail; /* waiting for their turn, oldest first */
+    dlock__lease *watchdog;           /* registered while a watchdog hold is taken or held */
+    char *waiter_channel;             /* the kind's channel for this owner, or NULL: the lock's */
 };
 
-typedef struct lock_op lock_op;
 struct lock_op {
     dlock__op op; /* first: the core's op */
     dlock_lock *lock;
@@ -88,12 +91,15 @@ struct lock_op {
     dlock__waiter waiter;
     int64_t sent_ms;
     int64_t believed;
-    bool report_lost; /* release: a lost hold is reported by this release, which still
-                         releases the owner's live holds */
+    bool report_lost;          /* release: a lost hold is reported by this release, which still
+                                  releases the owner's live holds */
+    void (*send)(lock_op *op); /* acquire or release: sends when its owner's turn comes */
+    lock_op *queue_next;
     /* results for the blocking face */
     bool out_bool;
     int64_t out_int;
     uint64_t out_token;
+    uint64_t token_floor;      /* raise_token */
     dlock_lost_cb new_lost_cb; /* dlock_lock_on_lost */
     void *new_lost_arg;
     /* async face */
@@ -128,8 +134,8 @@ static void acquire_done(dlock__waiter *w, int status);
 static lock_state *state_of(dlock_lock *l) {
     if (l->state)
         return l->state;
-    char *key = dlock__name_prefixed(l->kind->field_suffix ? "lock-fields:write" : "lock-fields",
-                                     l->name);
+    char *key =
+        dlock__name_prefixed(l->kind->field_suffix ? "lock-fields:write" : "lock-fields", l->name);
     lock_state *st = key ? dlock__shared_get(l->client, key, sizeof(*st), state_destroy) : NULL;
     dlock__free(key);
     if (!st)
@@ -238,9 +244,50 @@ static dlock__lock_view view_of(const dlock_lock *l, const hold *h, int64_t leas
     };
 }
 
+/* ---- one acquire or release of an owner at a time --------------------------------------- */
+
+/* The scripts tell a resend from a new request by the count the client believes the owner
+ * has. Two of the owner's commands in Redis at once would break that: the second would be
+ * sent with a count the first is about to change, and a second acquire would look like a
+ * resend of the first (and take no hold). That happens when one owner's calls overlap on
+ * the async face, as when a RedLock's round starts while a slow master has not yet
+ * answered the round before. So an owner's acquires and releases of one lock go to Redis
+ * one after another, each sent with the count its predecessor left. */
+static void hold_run(hold *h, lock_op *op, void (*send)(lock_op *op)) {
+    op->send = send;
+    if (!h->busy) {
+        h->busy = true;
+        send(op);
+        return;
+    }
+    op->queue_next = NULL;
+    if (h->queue_tail)
+        h->queue_tail->queue_next = op;
+    else
+        h->queue_head = op;
+    h->queue_tail = op;
+}
+
+/* The owner's command in Redis is settled (its reply is applied to the hold, or it was
+ * never sent): the next one of the owner goes. Called before the settled op completes,
+ * since completing it may free h. */
+static void hold_next(hold *h) {
+    lock_op *next = h->queue_head;
+    if (!next) {
+        h->busy = false;
+        return;
+    }
+    h->queue_head = next->queue_next;
+    if (!h->queue_head)
+        h->queue_tail = NULL;
+    next->send(next);
+}
+
 /* ---- ops -------------------------------------------------------------------------------- */
 
-static void op_finish(lock_op *op, int status) { dlock__op_end(&op->op, status); }
+static void op_finish(lock_op *op, int status) {
+    dlock__op_end(&op->op, status);
+}
 
 static void op_fail(lock_op *op, int status, const dlock__reply *reply) {
     dlock__op_end_reply(&op->op, status, reply);
@@ -275,8 +322,14 @@ static void async_complete(dlock__op *o) {
 
 static void on_acquire_reply(dlock_client *c, int status, const dlock__reply *reply, void *arg);
 
+static void acquire_send(lock_op *op);
+
 static void acquire_attempt(dlock__waiter *w) {
     lock_op *op = DLOCK__CONTAINER_OF(w, lock_op, waiter);
+    hold_run(op->hold, op, acquire_send);
+}
+
+static void acquire_send(lock_op *op) {
     dlock_lock *l = op->lock;
     hold *h = op->hold;
     if (h->release_unsure) {
@@ -295,11 +348,10 @@ static void acquire_attempt(dlock__waiter *w) {
     op->sent_ms = dlock__now_ms();
     int rc = dlock__script(l->client, l->kind->acquire_script, DLOCK__CMD_RETRY_SAFE,
                            on_acquire_reply, op, nkeys, a.n, a.v, a.len);
-    if (rc == DLOCK_OK)
-        h->acquiring++;
-    else {
+    if (rc != DLOCK_OK) {
         dlock__op_fail(&op->op, rc, "%s", dlock_strerror(rc));
-        dlock__wait_result(w, rc, -1);
+        hold_next(h);
+        dlock__wait_result(&op->waiter, rc, -1);
     }
 }
 
@@ -307,9 +359,9 @@ static void on_acquire_reply(dlock_client *c, int status, const dlock__reply *re
     (void)c;
     lock_op *op = arg;
     hold *h = op->hold;
-    h->acquiring--;
     if (status != DLOCK_OK) {
         dlock__op_fail_reply(&op->op, status, reply);
+        hold_next(h);
         dlock__wait_result(&op->waiter, status, -1);
         return;
     }
@@ -322,6 +374,7 @@ static void on_acquire_reply(dlock_client *c, int status, const dlock__reply *re
             dlock__lock_view v = view_of(op->lock, h, op->lease_ms);
             pttl = op->lock->kind->busy_hint(&v, pttl);
         }
+        hold_next(h);
         dlock__wait_result(&op->waiter, DLOCK__BUSY, pttl);
         return;
     }
@@ -340,6 +393,7 @@ static void on_acquire_reply(dlock_client *c, int status, const dlock__reply *re
     }
     if (h->watchdog)
         dlock__lease_held(h->watchdog, op->sent_ms);
+    hold_next(h);
     dlock__wait_result(&op->waiter, DLOCK_OK, -1);
 }
 
@@ -357,8 +411,7 @@ static void acquire_done(dlock__waiter *w, int status) {
         l->kind->gave_up(&v);
     }
     if (status == DLOCK_ETIMEDOUT)
-        dlock__op_fail(&op->op, status, "%s %s is held by another owner", l->kind->what,
-                       l->name);
+        dlock__op_fail(&op->op, status, "%s %s is held by another owner", l->kind->what, l->name);
     op_finish(op, status);
 }
 
@@ -398,17 +451,17 @@ static void acquire_start(dlock__op *o) {
 
 /* ---- release ---------------------------------------------------------------------------- */
 
-static void on_release_reply(dlock_client *c, int status, const dlock__reply *reply, void *arg) {
-    lock_op *op = arg;
+/* What a release's reply means for the hold; the status to complete the op with (its
+ * detail set). */
+static int release_outcome(dlock_client *c, lock_op *op, int status, const dlock__reply *reply) {
     hold *h = op->hold;
     if (status != DLOCK_OK) {
         /* DLOCK_ECONN: it may or may not have been applied. A repeat of the release
          * settles it (release.lua's resend rule); if the owner acquires instead, that
-         * acquire counts it as applied first (acquire_attempt). */
+         * acquire counts it as applied first (acquire_send). */
         if (status == DLOCK_ECONN)
             h->release_unsure = true;
-        op_fail(op, status, reply);
-        return;
+        return dlock__op_fail_reply(&op->op, status, reply);
     }
     bool unsure = h->release_unsure;
     h->release_unsure = false;
@@ -417,72 +470,79 @@ static void on_release_reply(dlock_client *c, int status, const dlock__reply *re
         h->count = left;
         if (op->report_lost) {
             h->lost--;
-            dlock__op_fail(&op->op, DLOCK_ELOST, "lock %s: an earlier hold was lost",
-                           op->lock->name);
-            op_finish(op, DLOCK_ELOST);
-            return;
+            return dlock__op_fail(&op->op, DLOCK_ELOST, "lock %s: an earlier hold was lost",
+                                  op->lock->name);
         }
-        op_finish(op, DLOCK_OK);
-        return;
+        return DLOCK_OK;
     }
-    /* The owner holds nothing in Redis. (Judged by what the client knows, not by the count
-     * it sent: that is 0 while an acquire of the owner is in flight.) */
-    if (h->count == 0 && unsure) {
-        op_finish(op, DLOCK_OK); /* the release that failed had been applied */
-    } else if (h->count == 0) {
-        dlock__op_fail(&op->op, DLOCK_ENOTOWNER, "lock %s is not held by this owner",
-                       op->lock->name);
-        op_finish(op, DLOCK_ENOTOWNER);
-    } else if (h->count == 1 && (dlock__reply_sends(c) > 1 || unsure)) {
+    /* the owner holds nothing in Redis */
+    if (h->count == 0 && unsure)
+        return DLOCK_OK; /* the release that failed had been applied */
+    if (h->count == 0)
+        return dlock__op_fail(&op->op, DLOCK_ENOTOWNER, "lock %s is not held by this owner",
+                              op->lock->name);
+    if (h->count == 1 && (dlock__reply_sends(c) > 1 || unsure)) {
         /* an earlier send of this release (or the failed call before it) freed it */
         h->count = 0;
-        op_finish(op, DLOCK_OK);
-    } else {
-        /* the holds vanished (expired, force-released) before the watchdog noticed */
-        holds_lost(h, DLOCK_ELOST);
-        h->lost--;
-        dlock__op_fail(&op->op, DLOCK_ELOST, "lock %s was lost while held", op->lock->name);
-        op_finish(op, DLOCK_ELOST);
+        return DLOCK_OK;
     }
+    /* the holds vanished (expired, force-released) before the watchdog noticed */
+    holds_lost(h, DLOCK_ELOST);
+    h->lost--;
+    return dlock__op_fail(&op->op, DLOCK_ELOST, "lock %s was lost while held", op->lock->name);
 }
+
+static void on_release_reply(dlock_client *c, int status, const dlock__reply *reply, void *arg) {
+    lock_op *op = arg;
+    int result = release_outcome(c, op, status, reply);
+    hold_next(op->hold);
+    op_finish(op, result);
+}
+
+static void release_send(lock_op *op);
 
 static void release_start(dlock__op *o) {
     lock_op *op = (lock_op *)o;
     if (!op_begin(op))
         return;
-    dlock_lock *l = op->lock;
-    hold *h = hold_get(l, op->owner);
+    hold *h = hold_get(op->lock, op->owner);
     if (!h) {
         op_fail(op, DLOCK_ENOMEM, NULL);
         return;
     }
     op->hold = h;
+    hold_run(h, op, release_send);
+}
+
+/* The owner's turn (hold_run): its count is what Redis has, as far as the client knows. */
+static void release_send(lock_op *op) {
+    dlock_lock *l = op->lock;
+    hold *h = op->hold;
     if (h->lost > 0 && h->count == 0) {
         h->lost--;
         dlock__op_fail(&op->op, DLOCK_ELOST, "lock %s was lost while held", l->name);
+        hold_next(h);
         op_finish(op, DLOCK_ELOST);
         return;
     }
     /* A hold was lost but the owner took the lock again since: this release gives the live
      * hold back (it must not stay behind, renewed for ever) and reports the loss. */
     op->report_lost = h->lost > 0;
-    /* With an acquire of this owner in flight (the async face, a composite giving back a
-     * member), the count may grow before this release runs: then the script is told it
-     * does not know (0), so it takes no hold for an orphan of a failed acquire. */
-    op->believed = h->acquiring > 0 ? 0 : h->count;
-    if (h->count == 1 && h->acquiring == 0 && h->watchdog) {
+    op->believed = h->count;
+    if (h->count == 1 && h->watchdog) {
         /* the last hold goes: stop renewing before the release is sent */
         dlock__lease_drop(h->watchdog);
         h->watchdog = NULL;
     }
     dlock__lock_view v = view_of(l, h, h->count > 0 ? h->lease_ms : DLOCK_WATCHDOG);
-    v.believed = op->believed;
     dlock__args a = {0};
     int nkeys = l->kind->release_args(&v, &a);
     int rc = dlock__script(l->client, l->kind->release_script, DLOCK__CMD_RETRY_SAFE,
                            on_release_reply, op, nkeys, a.n, a.v, a.len);
-    if (rc != DLOCK_OK)
+    if (rc != DLOCK_OK) {
+        hold_next(h);
         op_fail(op, rc, NULL);
+    }
 }
 
 /* ---- force release and the queries ------------------------------------------------------ */
@@ -509,8 +569,8 @@ static void force_start(dlock__op *o) {
     dlock__args a = {0};
     int nkeys = l->kind->force_args(&v, &a);
     /* not resent after a lost reply: a second delete could hit a lock taken meanwhile */
-    int rc = dlock__script(l->client, l->kind->force_script, 0, on_force_reply, op, nkeys, a.n,
-                           a.v, a.len);
+    int rc = dlock__script(l->client, l->kind->force_script, 0, on_force_reply, op, nkeys, a.n, a.v,
+                           a.len);
     if (rc != DLOCK_OK)
         op_fail(op, rc, NULL);
 }
@@ -567,8 +627,7 @@ static void query_start(dlock__op *o) {
         dlock__args_str(&a, field);
     if (q->what == Q_IS_LOCKED && l->kind->locked_mode)
         dlock__args_str(&a, "mode");
-    int rc = dlock__command(l->client, DLOCK__CMD_RETRY_SAFE, on_query_reply, q, a.n, a.v,
-                            a.len);
+    int rc = dlock__command(l->client, DLOCK__CMD_RETRY_SAFE, on_query_reply, q, a.n, a.v, a.len);
     if (rc != DLOCK_OK)
         op_fail(&q->base, rc, NULL);
 }
@@ -596,10 +655,13 @@ static void on_lost_start(dlock__op *o) {
     op_finish(op, DLOCK_OK);
 }
 
-/* ---- set_lease, for composites ---------------------------------------------------------- */
+/* ---- set_lease and raise_token, for composites ---------------------------------------- */
 
-static void on_set_lease_reply(dlock_client *c, int status, const dlock__reply *reply,
-                               void *arg) {
+/* Both scripts answer 1 when the owner holds the lock (and the change is made), 0 when it
+ * does not. For set_lease (op->hold set) the owner's holds are then lost: reported here,
+ * not again by a release. */
+static void on_owner_script_reply(dlock_client *c, int status, const dlock__reply *reply,
+                                  void *arg) {
     (void)c;
     lock_op *op = arg;
     if (status != DLOCK_OK) {
@@ -607,8 +669,10 @@ static void on_set_lease_reply(dlock_client *c, int status, const dlock__reply *
         return;
     }
     if (dlock__reply_int(reply) != 1) {
-        holds_lost(op->hold, DLOCK_ELOST);
-        op->hold->lost = 0; /* reported here, not again by a release */
+        if (op->hold) {
+            holds_lost(op->hold, DLOCK_ELOST);
+            op->hold->lost = 0;
+        }
         dlock__op_fail(&op->op, DLOCK_ENOTOWNER, "lock %s is not held by this owner",
                        op->lock->name);
         op_finish(op, DLOCK_ENOTOWNER);
@@ -639,7 +703,26 @@ static void set_lease_start(dlock__op *o) {
     dlock__args_int(&a, op->lease_ms);
     dlock__args_str(&a, h->field);
     int rc = dlock__script(l->client, DLOCK__SCRIPT_LOCK_SET_LEASE, DLOCK__CMD_RETRY_SAFE,
-                           on_set_lease_reply, op, 1, a.n, a.v, a.len);
+                           on_owner_script_reply, op, 1, a.n, a.v, a.len);
+    if (rc != DLOCK_OK)
+        op_fail(op, rc, NULL);
+}
+
+static void raise_start(dlock__op *o) {
+    lock_op *op = (lock_op *)o;
+    if (!op_begin(op))
+        return;
+    dlock_lock *l = op->lock;
+    char field[FIELD_MAX];
+    owner_field(l, op->owner, field);
+    dlock__args a = {0};
+    dlock__args_str(&a, l->name);
+    dlock__args_str(&a, l->token_key);
+    dlock__args_str(&a, field);
+    dlock__args_int(&a, (int64_t)op->token_floor);
+    /* resent freely: raising to the same floor twice is raising it once */
+    int rc = dlock__script(l->client, DLOCK__SCRIPT_LOCK_RAISE_TOKEN, DLOCK__CMD_RETRY_SAFE,
+                           on_owner_script_reply, op, 2, a.n, a.v, a.len);
     if (rc != DLOCK_OK)
         op_fail(op, rc, NULL);
 }
@@ -679,8 +762,8 @@ void dlock_lock_free(dlock_lock *l) {
     dlock__handle_free(&l->handle);
 }
 
-int dlock__lock_create_composite(const char *name, const dlock__composite_class *cls,
-                                 void *self, dlock_lock **out) {
+int dlock__lock_create_composite(const char *name, const dlock__composite_class *cls, void *self,
+                                 dlock_lock **out) {
     dlock_lock *l = dlock__calloc(1, sizeof(*l));
     if (!l || !(l->name = dlock__strdup(name))) {
         dlock__free(l);
@@ -697,7 +780,9 @@ void dlock__lock_fire_lost(dlock_lock *l, uint64_t owner, int reason) {
         l->lost_cb(l, owner, reason, l->lost_arg);
 }
 
-dlock_client *dlock__lock_client(const dlock_lock *l) { return l->composite ? NULL : l->client; }
+dlock_client *dlock__lock_client(const dlock_lock *l) {
+    return l->composite ? NULL : l->client;
+}
 
 bool dlock__lock_claim(dlock_lock *l, bool claim) {
     if (claim && l->member)
@@ -713,8 +798,8 @@ bool dlock__lock_claim(dlock_lock *l, bool claim) {
             return (l)->composite->call;                                                           \
     } while (0)
 
-int dlock__lock_create(dlock_client *c, const char *name, const dlock__lock_kind *kind,
-                       bool fenced, dlock_lock **out) {
+int dlock__lock_create(dlock_client *c, const char *name, const dlock__lock_kind *kind, bool fenced,
+                       dlock_lock **out) {
     if (!c)
         return dlock__fail(DLOCK_EINVAL, "client is NULL");
     if (!out)
@@ -733,8 +818,7 @@ int dlock__lock_create(dlock_client *c, const char *name, const dlock__lock_kind
     l->channel = dlock__name_prefixed("redisson_lock__channel", name);
     l->token_key = fenced ? dlock__name_prefixed("redisson_lock_token", name) : NULL;
     l->kind_data = kind->data_new ? kind->data_new(name) : NULL;
-    if (!l->name || !l->channel || (fenced && !l->token_key) ||
-        (kind->data_new && !l->kind_data)) {
+    if (!l->name || !l->channel || (fenced && !l->token_key) || (kind->data_new && !l->kind_data)) {
         lock_destroy(l);
         return dlock__fail(DLOCK_ENOMEM, "out of memory");
     }
@@ -800,9 +884,13 @@ int dlock_fencedlock_new(dlock_client *c, const char *name, dlock_lock **out) {
     return dlock__lock_create(c, name, &reentrant_kind, true, out);
 }
 
-const char *dlock_lock_name(const dlock_lock *l) { return l ? l->name : NULL; }
+const char *dlock_lock_name(const dlock_lock *l) {
+    return l ? l->name : NULL;
+}
 
-static int run_blocking(lock_op *op) { return dlock__op_run(&op->op); }
+static int run_blocking(lock_op *op) {
+    return dlock__op_run(&op->op);
+}
 
 int dlock_lock_try_acquire(dlock_lock *l, int64_t wait_ms, int64_t lease_ms) {
     int rc;
@@ -933,6 +1021,10 @@ int dlock__lock_set_lease(dlock_lock *l, uint64_t owner, int64_t lease_ms) {
     return run_blocking(&op);
 }
 
+bool dlock__lock_fenced(const dlock_lock *l) {
+    return !l->composite && l->fenced;
+}
+
 int dlock_lock_token(dlock_lock *l, uint64_t *out) {
     return dlock_lock_token_of(l, dlock_thread_owner(), out);
 }
@@ -994,5 +1086,17 @@ int dlock_lock_release_async(dlock_lock *l, uint64_t owner, dlock_lock_cb cb, vo
     if (!op)
         return dlock__fail(DLOCK_ENOMEM, "out of memory");
     op_init(op, l, release_start, owner);
+    return submit_async(op, cb, arg);
+}
+
+int dlock__lock_raise_token_async(dlock_lock *l, uint64_t owner, uint64_t floor, dlock_lock_cb cb,
+                                  void *arg) {
+    if (l->composite || !l->fenced || owner == 0 || !cb || floor > INT64_MAX)
+        return dlock__fail(DLOCK_EINVAL, "raise_token needs a fenced lock, an owner and a floor");
+    lock_op *op = dlock__malloc(sizeof(*op));
+    if (!op)
+        return dlock__fail(DLOCK_ENOMEM, "out of memory");
+    op_init(op, l, raise_start, owner);
+    op->token_floor = floor;
     return submit_async(op, cb, arg);
 }

@@ -74,8 +74,8 @@ typedef struct dlock__composite_class {
 } dlock__composite_class;
 
 /* A composite handle named name over self; dlock_lock_free frees self through the class. */
-int dlock__lock_create_composite(const char *name, const dlock__composite_class *cls,
-                                 void *self, dlock_lock **out);
+int dlock__lock_create_composite(const char *name, const dlock__composite_class *cls, void *self,
+                                 dlock_lock **out);
 
 /* A composite tells its handle's lost callback (any thread). */
 void dlock__lock_fire_lost(dlock_lock *l, uint64_t owner, int reason);
@@ -83,6 +83,15 @@ void dlock__lock_fire_lost(dlock_lock *l, uint64_t owner, int reason);
 /* Blocking, for composites: owner's hold of l keeps lease_ms from now and is no longer
  * renewed by the watchdog. DLOCK_ENOTOWNER if owner holds nothing. */
 int dlock__lock_set_lease(dlock_lock *l, uint64_t owner, int64_t lease_ms);
+
+/* Whether l is an ordinary fenced lock. */
+bool dlock__lock_fenced(const dlock_lock *l);
+
+/* Async, for RedLock over fenced members: while owner holds l, l's token counter is raised
+ * to at least floor (raise_token.lua). cb gets DLOCK_OK, DLOCK_ENOTOWNER when owner no
+ * longer holds l, or the command's error. */
+int dlock__lock_raise_token_async(dlock_lock *l, uint64_t owner, uint64_t floor, dlock_lock_cb cb,
+                                  void *arg);
 
 /* Marks l as a member of a composite (claim) or frees it again; false if claiming a lock
  * that already belongs to a composite (its lost callback is the composite's). */
@@ -92,7 +101,7 @@ bool dlock__lock_claim(dlock_lock *l, bool claim);
 dlock_client *dlock__lock_client(const dlock_lock *l);
 
 /* A handle of the given kind: what dlock_lock_new is for the reentrant kind. */
-int dlock__lock_create(dlock_client *c, const char *name, const dlock__lock_kind *kind,
-                       bool fenced, dlock_lock **out);
+int dlock__lock_create(dlock_client *c, const char *name, const dlock__lock_kind *kind, bool fenced,
+                       dlock_lock **out);
 
 #endif

@@ -29,7 +29,9 @@ typedef struct holding {
     size_t held_count; /* members with holds */
     int depth;         /* acquisitions not yet released */
     int64_t lease_ms;  /* the latest acquisition's lease (a RedLock's validity) */
-    bool lost_fired;   /* the composite's lost callback ran for this holding */
+    uint64_t token;    /* fenced members: the latest acquisition's token */
+    bool has_token;
+    bool lost_fired; /* the composite's lost callback ran for this holding */
 } holding;
 
 typedef struct composite {
@@ -37,6 +39,7 @@ typedef struct composite {
     bool redlock;
     size_t n;
     size_t quorum; /* RedLock: n/2 + 1; MultiLock: n */
+    bool fenced;   /* some member is a fenced lock (for a RedLock: every member) */
     dlock_lock **members;
     pthread_mutex_t mu; /* holdings: members' lost callbacks come from their loop threads */
     holding *holdings;
@@ -85,15 +88,29 @@ static int holding_add(composite *cp, uint64_t owner, const bool *taken, int64_t
 }
 
 /* A member that said yes after its round already succeeded: one more hold of the
- * composite's latest acquisition. */
+ * composite, if it still lacks one. Each acquisition not yet released accounts for at
+ * most one hold of each member, so a member never keeps more holds than the owner has
+ * releases to come: not when the holding was released meanwhile (depth 0), nor when a
+ * release went by while this answer was on its way. */
 static bool holding_add_member(composite *cp, uint64_t owner, size_t i) {
     pthread_mutex_lock(&cp->mu);
     holding *h = holding_find(cp, owner);
-    bool added = h && h->depth > 0; /* not when the holding was released meanwhile */
+    bool added = h && h->holds[i] < h->depth;
     if (added && h->holds[i]++ == 0)
         h->held_count++;
     pthread_mutex_unlock(&cp->mu);
     return added;
+}
+
+/* The token of the owner's acquisition just recorded. */
+static void holding_set_token(composite *cp, uint64_t owner, uint64_t token) {
+    pthread_mutex_lock(&cp->mu);
+    holding *h = holding_find(cp, owner);
+    if (h) {
+        h->token = token;
+        h->has_token = true;
+    }
+    pthread_mutex_unlock(&cp->mu);
 }
 
 /* A release gives back one hold of every member owner holds through the composite (each
@@ -196,7 +213,20 @@ static int multi_try_acquire(void *self, uint64_t owner, int64_t wait_ms, int64_
     bool all[cp->n];
     for (size_t i = 0; i < cp->n; i++)
         all[i] = true;
-    return holding_add(cp, owner, all, lease_ms);
+    int rc = holding_add(cp, owner, all, lease_ms);
+    if (rc == DLOCK_OK && cp->fenced) {
+        /* every member is held by every holder, so the largest of the members' tokens
+         * rises from one holder to the next with each member's own */
+        uint64_t token = 0;
+        for (size_t i = 0; i < cp->n; i++) {
+            uint64_t t = 0;
+            if (dlock__lock_fenced(cp->members[i]) &&
+                dlock_lock_token_of(cp->members[i], owner, &t) == DLOCK_OK && t > token)
+                token = t;
+        }
+        holding_set_token(cp, owner, token);
+    }
+    return rc;
 }
 
 static int multi_release(void *self, uint64_t owner) {
@@ -216,6 +246,13 @@ static int multi_release(void *self, uint64_t owner) {
 
 /* ---- RedLock ---------------------------------------------------------------------------- */
 
+/* What a round asks of every member. */
+enum round_kind {
+    ROUND_ACQUIRE, /* one attempt with the lease */
+    ROUND_RELEASE, /* one hold back */
+    ROUND_RAISE,   /* fenced: the token counter up to the composite's token (the floor) */
+};
+
 /* One round of RedLock: the members' async answers, shared with their callbacks (which
  * may come after the caller stopped waiting: the last of caller and callbacks frees it). */
 typedef struct round {
@@ -223,11 +260,12 @@ typedef struct round {
     pthread_cond_t cond;
     composite *cp;
     uint64_t owner;
+    enum round_kind kind;
     size_t answered, yes, no;
-    int *status;    /* per member; 1 = no answer yet */
-    bool closed;    /* the caller took its snapshot: late acquisitions release themselves... */
-    bool kept;      /* ...unless the round succeeded: then they join the holding */
-    bool releasing; /* a round of releases: a late answer needs nothing done */
+    int *status;      /* per member; 1 = no answer yet */
+    uint64_t *tokens; /* acquire, fenced members: the token each yes got */
+    bool closed;      /* the caller took its snapshot: late acquisitions release themselves... */
+    bool kept;        /* ...unless the round succeeded: then they join the holding */
     int refs;
 } round;
 
@@ -239,6 +277,7 @@ static void round_unref(round *r) {
         pthread_mutex_destroy(&r->mu);
         pthread_cond_destroy(&r->cond);
         dlock__free(r->status);
+        dlock__free(r->tokens);
         dlock__free(r);
     }
 }
@@ -257,14 +296,18 @@ static void release_done(dlock_lock *l, int status, void *arg) {
 static void on_member_answer(dlock_lock *l, int status, void *arg) {
     member_call *call = arg;
     round *r = call->r;
+    uint64_t token = 0;
+    if (r->kind == ROUND_ACQUIRE && status == DLOCK_OK && dlock__lock_fenced(l))
+        dlock_lock_token_of(l, r->owner, &token); /* on l's loop thread: read at once */
     pthread_mutex_lock(&r->mu);
     r->status[call->index] = status;
+    r->tokens[call->index] = token;
     r->answered++;
     if (status == DLOCK_OK)
         r->yes++;
     else
         r->no++;
-    bool late = r->closed && !r->releasing && status == DLOCK_OK;
+    bool late = r->closed && r->kind == ROUND_ACQUIRE && status == DLOCK_OK;
     bool keep = late && r->kept;
     pthread_cond_broadcast(&r->cond);
     pthread_mutex_unlock(&r->mu);
@@ -276,15 +319,18 @@ static void on_member_answer(dlock_lock *l, int status, void *arg) {
     round_unref(r);
 }
 
-/* Sends an acquire (one attempt, lease_ms) — or, with release, a release — to every member
- * where which[i] (NULL: all) at once, and waits for the answers until answer_ms have
- * passed; an acquire round stops waiting as soon as its outcome is known (a quorum said
- * yes, or too many said no). The round comes back with the caller's reference; members
- * may still answer later. */
-static round *round_run(composite *cp, uint64_t owner, const bool *which, bool release,
-                        int64_t lease_ms, int64_t answer_ms) {
+/* Sends kind's call (an acquire: one attempt with lease_ms; a raise: to floor) to every
+ * member where which[i] (NULL: all) at once, and waits for the answers until answer_ms
+ * have passed; an acquire or raise round stops waiting as soon as its outcome is known (a
+ * quorum said yes, or too many said no). The round comes back with the caller's
+ * reference; members may still answer later. */
+static round *round_run(composite *cp, uint64_t owner, const bool *which, enum round_kind kind,
+                        int64_t lease_ms, uint64_t floor, int64_t answer_ms) {
     round *r = dlock__calloc(1, sizeof(*r));
-    if (!r || !(r->status = dlock__calloc(cp->n, sizeof(int)))) {
+    if (!r || !(r->status = dlock__calloc(cp->n, sizeof(int))) ||
+        !(r->tokens = dlock__calloc(cp->n, sizeof(uint64_t)))) {
+        if (r)
+            dlock__free(r->status);
         dlock__free(r);
         return NULL;
     }
@@ -296,7 +342,7 @@ static round *round_run(composite *cp, uint64_t owner, const bool *which, bool r
     pthread_condattr_destroy(&attr);
     r->cp = cp;
     r->owner = owner;
-    r->releasing = release;
+    r->kind = kind;
     r->refs = 1;
     /* the members not asked are answered before anything is sent: no callback races */
     for (size_t i = 0; i < cp->n; i++) {
@@ -315,9 +361,18 @@ static round *round_run(composite *cp, uint64_t owner, const bool *which, bool r
             pthread_mutex_lock(&r->mu);
             r->refs++;
             pthread_mutex_unlock(&r->mu);
-            rc = release ? dlock_lock_release_async(cp->members[i], owner, on_member_answer, call)
-                         : dlock_lock_acquire_async(cp->members[i], owner, 0, lease_ms,
-                                                    on_member_answer, call);
+            dlock_lock *m = cp->members[i];
+            switch (kind) {
+            case ROUND_ACQUIRE:
+                rc = dlock_lock_acquire_async(m, owner, 0, lease_ms, on_member_answer, call);
+                break;
+            case ROUND_RELEASE:
+                rc = dlock_lock_release_async(m, owner, on_member_answer, call);
+                break;
+            case ROUND_RAISE:
+                rc = dlock__lock_raise_token_async(m, owner, floor, on_member_answer, call);
+                break;
+            }
             if (rc != DLOCK_OK) {
                 dlock__free(call);
                 pthread_mutex_lock(&r->mu);
@@ -338,7 +393,7 @@ static round *round_run(composite *cp, uint64_t owner, const bool *which, bool r
     struct timespec until = {.tv_sec = until_ms / 1000, .tv_nsec = (until_ms % 1000) * 1000000};
     pthread_mutex_lock(&r->mu);
     while (r->answered < cp->n) {
-        if (!release && (r->yes >= cp->quorum || r->no > cp->n - cp->quorum))
+        if (kind != ROUND_RELEASE && (r->yes >= cp->quorum || r->no > cp->n - cp->quorum))
             break; /* the outcome is known */
         if (pthread_cond_timedwait(&r->cond, &r->mu, &until) != 0)
             break; /* ETIMEDOUT: the silent members count as no */
@@ -347,44 +402,15 @@ static round *round_run(composite *cp, uint64_t owner, const bool *which, bool r
     return r;
 }
 
-/* Ends an acquire round and decides it, in one critical section with the members'
- * answers: won when a quorum said yes and the validity (lease - time since start -
- * drift) is still positive. A won round is recorded in the owner's holding at once, so
- * that every later yes joins it; after a lost round a later yes gives itself back.
- * taken[i]: said yes; unsure[i]: failed in a way that may have taken it (a connection
- * error); *error: a member's error other than "busy", if any; *rc: the outcome of
- * recording a won round. Returns whether the round was won. */
-static bool round_decide(round *r, int64_t lease, int64_t drift, int64_t start, bool *taken,
-                         bool *unsure, int *error, size_t *yes, int64_t *validity, int *rc) {
-    composite *cp = r->cp;
-    pthread_mutex_lock(&r->mu);
-    r->closed = true;
-    *yes = 0;
-    for (size_t i = 0; i < cp->n; i++) {
-        int st = r->status[i];
-        taken[i] = st == DLOCK_OK;
-        unsure[i] = st == DLOCK_ECONN;
-        *yes += taken[i];
-        if (st < 0 && st != DLOCK_ETIMEDOUT && st != DLOCK_ENOTOWNER)
-            *error = st;
-    }
-    *validity = lease - (dlock__now_ms() - start) - drift;
-    bool won = *yes >= cp->quorum && *validity > 0;
-    if (won) {
-        *rc = holding_add(cp, r->owner, taken, lease);
-        r->kept = *rc == DLOCK_OK;
-    }
-    pthread_mutex_unlock(&r->mu);
-    return won;
-}
-
 static int64_t redlock_lease(const composite *cp, int64_t lease_ms) {
     if (lease_ms != DLOCK_WATCHDOG)
         return lease_ms;
     return dlock__client_watchdog_ms(dlock__lock_client(cp->members[0]));
 }
 
-static int64_t drift_ms(int64_t lease_ms) { return lease_ms / 100 + 2; }
+static int64_t drift_ms(int64_t lease_ms) {
+    return lease_ms / 100 + 2;
+}
 
 /* How long a member may take to answer: much less than the lease, so that a slow or
  * paused master cannot eat the validity (or the caller's wait). */
@@ -393,6 +419,69 @@ static int64_t answer_budget(int64_t lease_ms) {
     return ms < 50 ? 50 : ms > 1000 ? 1000 : ms;
 }
 
+/* What an acquire round came to. */
+typedef struct outcome {
+    bool *taken;  /* per member: said yes */
+    bool *unsure; /* per member: failed in a way that may have taken it (connection) */
+    size_t yes;
+    int64_t validity; /* lease - time since the start - drift, at the decision */
+    uint64_t token;   /* fenced: the largest token of the members that said yes */
+    int error;        /* a member's error other than "busy", if any (kept across rounds) */
+    int rc;           /* recording a won round */
+} outcome;
+
+/* Ends an acquire round and decides it, in one critical section with the members'
+ * answers: won when a quorum said yes and the validity is still positive. A won round is
+ * recorded in the owner's holding at once, so that every later yes joins it; after a
+ * lost round a later yes gives itself back. Returns whether the round was won. */
+static bool round_decide(round *r, int64_t lease, int64_t start, outcome *o) {
+    composite *cp = r->cp;
+    pthread_mutex_lock(&r->mu);
+    r->closed = true;
+    o->yes = 0;
+    o->token = 0;
+    for (size_t i = 0; i < cp->n; i++) {
+        int st = r->status[i];
+        o->taken[i] = st == DLOCK_OK;
+        o->unsure[i] = st == DLOCK_ECONN;
+        o->yes += o->taken[i];
+        if (o->taken[i] && r->tokens[i] > o->token)
+            o->token = r->tokens[i];
+        if (st < 0 && st != DLOCK_ETIMEDOUT && st != DLOCK_ENOTOWNER)
+            o->error = st;
+    }
+    o->validity = lease - (dlock__now_ms() - start) - drift_ms(lease);
+    bool won = o->yes >= cp->quorum && o->validity > 0;
+    if (won) {
+        o->rc = holding_add(cp, r->owner, o->taken, lease);
+        r->kept = o->rc == DLOCK_OK;
+    }
+    pthread_mutex_unlock(&r->mu);
+    return won && o->rc == DLOCK_OK;
+}
+
+/* Fenced members: a won round's token is the largest its members gave, and it is made a
+ * floor for whoever comes next. Each member is raised to it while this owner still holds
+ * it; once a quorum has been raised, any later holder's quorum shares a raised member, and
+ * the token that member gives it (by INCR, after this owner's hold) is larger: tokens rise
+ * from holder to holder even when their quorums differ, which the members' own counters
+ * alone do not ensure. Returns how many members confirmed; o->validity is updated. */
+static size_t fence_round(composite *cp, uint64_t owner, int64_t lease, int64_t start, outcome *o) {
+    round *r = round_run(cp, owner, o->taken, ROUND_RAISE, 0, o->token, answer_budget(lease));
+    size_t confirmed = 0;
+    if (r) {
+        pthread_mutex_lock(&r->mu);
+        r->closed = true;
+        confirmed = r->yes;
+        pthread_mutex_unlock(&r->mu);
+        round_unref(r);
+    }
+    o->validity = lease - (dlock__now_ms() - start) - drift_ms(lease);
+    return confirmed;
+}
+
+static int redlock_release(void *self, uint64_t owner);
+
 static int redlock_try_acquire(void *self, uint64_t owner, int64_t wait_ms, int64_t lease_ms) {
     composite *cp = self;
     int refused = refuse_on_loop(cp);
@@ -400,33 +489,53 @@ static int redlock_try_acquire(void *self, uint64_t owner, int64_t wait_ms, int6
         return refused;
     int64_t lease = redlock_lease(cp, lease_ms);
     int64_t deadline = dlock__deadline_ms(wait_ms);
-    int last_error = DLOCK_ETIMEDOUT;
+    bool taken[cp->n], unsure[cp->n];
+    outcome o = {.taken = taken, .unsure = unsure, .error = DLOCK_ETIMEDOUT};
     for (;;) {
         int64_t start = dlock__now_ms();
-        round *r = round_run(cp, owner, NULL, false, lease_ms, answer_budget(lease));
+        round *r = round_run(cp, owner, NULL, ROUND_ACQUIRE, lease_ms, 0, answer_budget(lease));
         if (!r)
             return dlock__fail(DLOCK_ENOMEM, "out of memory");
-        bool taken[cp->n], unsure[cp->n];
-        size_t got;
-        int64_t validity;
-        int rc = DLOCK_OK;
-        bool won = round_decide(r, lease, drift_ms(lease), start, taken, unsure, &last_error,
-                                &got, &validity, &rc);
+        o.rc = DLOCK_OK;
+        bool won = round_decide(r, lease, start, &o);
         round_unref(r);
+        bool unfenced = false; /* won, but the token not confirmed by a quorum in time */
+        size_t confirmed = 0;
+        if (won && cp->fenced) {
+            confirmed = fence_round(cp, owner, lease, start, &o);
+            if (confirmed >= cp->quorum && o.validity > 0) {
+                holding_set_token(cp, owner, o.token);
+            } else {
+                /* this acquisition goes back whole, its late joiners too: one hold of
+                 * every member held through the composite */
+                redlock_release(cp, owner);
+                won = false;
+                unfenced = true;
+            }
+        }
         if (won)
-            return rc;
-        /* give back every member that took it, or may have (not the ones that said no) */
-        for (size_t i = 0; i < cp->n; i++)
-            if (taken[i] || unsure[i])
-                dlock_lock_release_async(cp->members[i], owner, release_done, NULL);
+            return DLOCK_OK;
+        if (!unfenced) {
+            /* give back every member that took it, or may have (not the ones that said no) */
+            for (size_t i = 0; i < cp->n; i++)
+                if (taken[i] || unsure[i])
+                    dlock_lock_release_async(cp->members[i], owner, release_done, NULL);
+        }
+        if (o.rc != DLOCK_OK)
+            return dlock__fail(o.rc, "redlock: %s", dlock_strerror(o.rc));
         int64_t now = dlock__now_ms();
         if (now >= deadline) {
-            if (last_error == DLOCK_ETIMEDOUT)
+            if (unfenced)
+                return dlock__fail(DLOCK_ETIMEDOUT,
+                                   "redlock: the token was confirmed by %zu of %zu members, %zu "
+                                   "needed, validity %lld ms",
+                                   confirmed, cp->n, cp->quorum, (long long)o.validity);
+            if (o.error == DLOCK_ETIMEDOUT)
                 return dlock__fail(DLOCK_ETIMEDOUT,
                                    "redlock: %zu of %zu members, %zu needed, validity %lld ms",
-                                   got, cp->n, cp->quorum, (long long)validity);
-            return dlock__fail(last_error, "redlock: no quorum; a member said %s",
-                               dlock_err_name(last_error));
+                                   o.yes, cp->n, cp->quorum, (long long)o.validity);
+            return dlock__fail(o.error, "redlock: no quorum; a member said %s",
+                               dlock_err_name(o.error));
         }
         /* a random pause, so that competing clients do not keep splitting the vote */
         uint64_t jitter;
@@ -455,7 +564,7 @@ static int redlock_release(void *self, uint64_t owner) {
         return lost ? dlock__fail(DLOCK_ELOST, "redlock: lost while held")
                     : dlock__fail(DLOCK_ENOTOWNER, "redlock: not held by this owner");
     int rc = DLOCK_OK;
-    round *r = round_run(cp, owner, held, true, 0,
+    round *r = round_run(cp, owner, held, ROUND_RELEASE, 0, 0,
                          2 * answer_budget(redlock_lease(cp, DLOCK_WATCHDOG)));
     if (!r)
         return dlock__fail(DLOCK_ENOMEM, "out of memory");
@@ -566,30 +675,18 @@ static int composite_ttl(void *self, uint64_t owner, int64_t *out) {
     return DLOCK_OK;
 }
 
-static int largest_token(void *self, uint64_t owner, uint64_t *out) {
+/* The token of the owner's latest acquisition (recorded when it was taken). */
+static int composite_token(void *self, uint64_t owner, uint64_t *out) {
     composite *cp = self;
-    int refused = refuse_on_loop(cp);
-    if (refused != DLOCK_OK)
-        return refused;
-    uint64_t best = 0;
-    bool any = false, fenced = false;
-    for (size_t i = 0; i < cp->n; i++) {
-        uint64_t t;
-        int rc = dlock_lock_token_of(cp->members[i], owner, &t);
-        if (rc == DLOCK_EINVAL)
-            continue; /* not a fenced member */
-        fenced = true;
-        if (rc == DLOCK_OK && (!any || t > best)) {
-            best = t;
-            any = true;
-        }
-    }
-    if (!fenced)
+    if (!cp->fenced)
         return dlock__fail(DLOCK_EINVAL, "no member is a fenced lock");
-    if (!any)
-        return dlock__fail(DLOCK_ENOTOWNER, "this owner never acquired the members");
-    *out = best;
-    return DLOCK_OK;
+    pthread_mutex_lock(&cp->mu);
+    holding *h = holding_find(cp, owner);
+    bool has = h && h->has_token;
+    if (has)
+        *out = h->token;
+    pthread_mutex_unlock(&cp->mu);
+    return has ? DLOCK_OK : dlock__fail(DLOCK_ENOTOWNER, "this owner never acquired the lock");
 }
 
 static int force_all(void *self, bool *was_locked) {
@@ -635,7 +732,7 @@ static const dlock__composite_class multilock_class = {
     .is_held = all_held,
     .hold_count = composite_holds,
     .ttl = composite_ttl,
-    .token_of = largest_token,
+    .token_of = composite_token,
     .free = composite_free,
 };
 
@@ -647,7 +744,7 @@ static const dlock__composite_class redlock_class = {
     .is_held = all_held,
     .hold_count = composite_holds,
     .ttl = composite_ttl,
-    .token_of = largest_token,
+    .token_of = composite_token,
     .free = composite_free,
 };
 
@@ -683,6 +780,12 @@ static int composite_new(dlock_lock *const *locks, size_t n, bool redlock, dlock
             if (locks[j] == locks[i])
                 return dlock__fail(DLOCK_EINVAL, "member %zu is given twice", i);
     }
+    /* RedLock's token rule needs a token from every member of every quorum */
+    size_t fenced = 0;
+    for (size_t i = 0; i < n; i++)
+        fenced += dlock__lock_fenced(locks[i]);
+    if (redlock && fenced != 0 && fenced != n)
+        return dlock__fail(DLOCK_EINVAL, "redlock members must be all fenced locks or none");
     /* a member reports its loss through one composite: it can belong to only one */
     for (size_t i = 0; i < n; i++) {
         if (!dlock__lock_claim(locks[i], true)) {
@@ -700,6 +803,7 @@ static int composite_new(dlock_lock *const *locks, size_t n, bool redlock, dlock
     cp->n = n;
     cp->redlock = redlock;
     cp->quorum = redlock ? n / 2 + 1 : n;
+    cp->fenced = fenced > 0;
     pthread_mutex_init(&cp->mu, NULL);
     if (!redlock)
         qsort(cp->members, n, sizeof(*cp->members), canonical_order);

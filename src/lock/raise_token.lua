@@ -1,0 +1,20 @@
+-- raise_token.lua — a fenced lock's token counter is raised to at least a floor, while the
+-- owner holds the lock (a RedLock over fenced members: see src/multilock/multilock.c).
+--
+-- KEYS[1]  the lock hash N
+-- KEYS[2]  the token counter redisson_lock_token:{N}
+-- ARGV[1]  the owner field, <client-id>:<owner>
+-- ARGV[2]  the floor: the composite's token
+-- Reply    1 the owner holds N, and the counter is now at least the floor | 0 it does not
+--
+-- Only under the owner's hold: the next holder's INCR then comes after the raise. The
+-- counter stays a plain integer string, as Redisson's RFencedLock keeps it.
+if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
+    return 0
+end
+local floor = tonumber(ARGV[2])
+local now = tonumber(redis.call('get', KEYS[2])) or 0
+if now < floor then
+    redis.call('set', KEYS[2], ARGV[2])
+end
+return 1
