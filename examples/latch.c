@@ -85,18 +85,20 @@ static void *work(void *arg) {
     worker *w = arg;
     /* Start-up: warm caches, open connections ... then say "ready". */
     sleep_ms(w->startup_ms);
+    /* the round's work is done before it is announced: the coordinator may see the count
+     * reach zero before this thread returns from count_down */
+    atomic_fetch_add(&w->rounds, 1);
     if (!expect(dlock_latch_count_down(w->ready), DLOCK_OK, "worker: count_down (start-up)"))
         return NULL;
-    atomic_fetch_add(&w->rounds, 1);
 
     /* Serve until the coordinator opens the gate for a reload. A worker that waits forever
      * for a coordinator that may have died would hang: 10 s is the limit here. */
     if (!expect(dlock_latch_await(w->gate, 10000), DLOCK_OK, "worker: await the gate"))
         return NULL;
     sleep_ms(w->reload_ms);
+    atomic_fetch_add(&w->rounds, 1);
     if (!expect(dlock_latch_count_down(w->ready), DLOCK_OK, "worker: count_down (reload)"))
         return NULL;
-    atomic_fetch_add(&w->rounds, 1);
     w->ok = true;
     return NULL;
 }

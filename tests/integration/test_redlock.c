@@ -13,8 +13,10 @@
  * the drift); the watchdog extends every member and the composite is lost only when fewer
  * than a quorum remain; reentrant holds taken on different quorums are all given back;
  * fenced members: the token is the largest member token, and tokens of successive holders
- * rise when their quorums differ; ownership per thread; the mutual-exclusion checker
- * across four processes (no overlap, exact count). One test prints the acquire latency
+ * rise when their quorums differ, and a RedLock mixing fenced and plain members is
+ * refused; ownership per thread; the mutual-exclusion checker across four processes on
+ * fenced members while the masters are paused one after another (no overlap, exact
+ * count, every holder's token above the previous holder's). One test prints the acquire latency
  * with 5 masters next to a PING round trip and a one-after-another acquisition of the 5
  * members, on the loopback and behind fault proxies that hold every reply 2 ms, and checks
  * there that the 5 members are asked at once (p50 under half the one-after-another time).
@@ -834,6 +836,7 @@ static void test_fencing_tokens_of_successive_holders_rise_when_their_quorums_di
 
 typedef struct shared_section {
     int64_t enter_us, exit_us;
+    uint64_t token;
     int worker;
 } shared_section;
 
@@ -860,7 +863,7 @@ static _Noreturn void checker_child(redis_fixture *f[N], shared_log *s, int work
     for (int i = 0; i < N && rc == DLOCK_OK; i++) {
         rc = connect_url(redis_fixture_unix_url(f[i]), NULL, &c[i]);
         if (rc == DLOCK_OK)
-            rc = dlock_lock_new(c[i], NAME, &member[i]);
+            rc = dlock_fencedlock_new(c[i], NAME, &member[i]);
     }
     if (rc == DLOCK_OK)
         rc = dlock_redlock_new(member, N, &rl);
@@ -875,6 +878,11 @@ static _Noreturn void checker_child(redis_fixture *f[N], shared_log *s, int work
             break;
         if (test_now_ms() - asked > 5)
             __atomic_fetch_add(&s->contended, 1, __ATOMIC_SEQ_CST);
+        uint64_t token = 0;
+        what = "token";
+        rc = dlock_lock_token(rl, &token);
+        if (rc != DLOCK_OK)
+            break;
         if (__atomic_exchange_n(&s->inside, 1, __ATOMIC_SEQ_CST) != 0)
             __atomic_fetch_add(&s->overlaps, 1, __ATOMIC_SEQ_CST);
         int64_t enter = test_now_us();
@@ -884,8 +892,8 @@ static _Noreturn void checker_child(redis_fixture *f[N], shared_log *s, int work
         long slot = __atomic_fetch_add(&s->next_slot, 1, __ATOMIC_SEQ_CST);
         int64_t exit_us = test_now_us();
         if (slot < s->cap)
-            s->log[slot] =
-                (shared_section){.enter_us = enter, .exit_us = exit_us, .worker = worker};
+            s->log[slot] = (shared_section){
+                .enter_us = enter, .exit_us = exit_us, .token = token, .worker = worker};
         __atomic_store_n(&s->inside, 0, __ATOMIC_SEQ_CST);
         what = "release";
         rc = dlock_lock_release(rl);
@@ -916,12 +924,34 @@ static int kill_checker_children(void **state) {
     return 0;
 }
 
+/* Pauses one master after another for a while, so that successive holders get different
+ * majorities (and a paused master's late answers arrive after the round moved on). */
+typedef struct pauser {
+    redis_fixture **f;
+    atomic_bool stop;
+    int pauses;
+} pauser;
+
+static void *pause_masters(void *arg) {
+    pauser *p = arg;
+    for (int k = 0; !atomic_load(&p->stop); k = (k + 1) % N) {
+        if (redis_fixture_pause(p->f[k]) != 0)
+            break;
+        test_sleep_ms(120);
+        redis_fixture_resume(p->f[k]);
+        p->pauses++;
+        test_sleep_ms(60);
+    }
+    return NULL;
+}
+
 static int by_enter(const void *a, const void *b) {
     const shared_section *x = a, *y = b;
     return (x->enter_us > y->enter_us) - (x->enter_us < y->enter_us);
 }
 
-static void test_the_checker_across_4_processes_sees_no_overlap_and_the_exact_count(void **state) {
+static void test_the_checker_across_4_processes_sees_no_overlap_the_exact_count_and_rising_tokens(
+    void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f[N];
@@ -943,6 +973,9 @@ static void test_the_checker_across_4_processes_sees_no_overlap_and_the_exact_co
             checker_child(f, s, i, sections);
         checker_pids[i] = pid;
     }
+    pauser p = {.f = f};
+    pthread_t pause_thread;
+    assert_int_equal(pthread_create(&pause_thread, NULL, pause_masters, &p), 0);
     int failed_children = 0;
     for (int i = 0; i < CHILDREN; i++) {
         int status = 0;
@@ -951,6 +984,8 @@ static void test_the_checker_across_4_processes_sees_no_overlap_and_the_exact_co
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
             failed_children++;
     }
+    atomic_store(&p.stop, true);
+    assert_int_equal(pthread_join(pause_thread, NULL), 0);
     int64_t took = test_now_ms() - start;
     if (s->failures > 0 || failed_children > 0)
         fail_msg("%d children failed; %ld failures; first: %s", failed_children, s->failures,
@@ -959,13 +994,20 @@ static void test_the_checker_across_4_processes_sees_no_overlap_and_the_exact_co
     assert_int_equal(s->counter, total);
     assert_int_equal(s->next_slot, total);
     qsort(s->log, (size_t)total, sizeof(shared_section), by_enter);
-    for (long i = 1; i < total; i++)
+    for (long i = 1; i < total; i++) {
         if (s->log[i].enter_us < s->log[i - 1].exit_us)
             fail_msg("sections %ld (worker %d) and %ld (worker %d) overlap", i - 1,
                      s->log[i - 1].worker, i, s->log[i].worker);
-    printf("# %d processes x %ld sections: %lld ms, %ld acquisitions waited, no overlap, "
-           "counter %ld\n",
-           CHILDREN, sections, (long long)took, s->contended, s->counter);
+        /* the fencing rule across majorities: each holder's token beats the last one's */
+        if (s->log[i].token <= s->log[i - 1].token)
+            fail_msg("section %ld (worker %d) had token %llu after token %llu of section %ld", i,
+                     s->log[i].worker, (unsigned long long)s->log[i].token,
+                     (unsigned long long)s->log[i - 1].token, i - 1);
+    }
+    printf("# %d processes x %ld sections with masters paused in turn (%d pauses): %lld ms, "
+           "%ld acquisitions waited, no overlap, counter %ld, tokens rising %llu..%llu\n",
+           CHILDREN, sections, p.pauses, (long long)took, s->contended, s->counter,
+           (unsigned long long)s->log[0].token, (unsigned long long)s->log[total - 1].token);
     munmap(s, size);
     assert_int_equal(members_present(f, NULL), 0);
     masters_stop(f);
@@ -1105,7 +1147,7 @@ int main(void) {
         cmocka_unit_test(test_a_redlock_of_fenced_and_plain_members_is_refused),
         cmocka_unit_test(test_acquire_with_5_masters_takes_about_one_round_trip_not_five),
         cmocka_unit_test_teardown(
-            test_the_checker_across_4_processes_sees_no_overlap_and_the_exact_count,
+            test_the_checker_across_4_processes_sees_no_overlap_the_exact_count_and_rising_tokens,
             kill_checker_children),
     };
     const char *filter = getenv("DLOCK_TEST_FILTER");

@@ -100,7 +100,9 @@ echo "SONAME = $soname"
 tool_version=$("$prefix/bin/dlock" --version)
 [ "$tool_version" = "dlock $version" ] || fail "bin/dlock --version says '$tool_version'"
 echo "bin/dlock --version = $tool_version"
-if readelf -d "$prefix/bin/dlock" | grep -q 'NEEDED.*libdlock'; then
+# (the tools' output is read whole before grep looks at it: with pipefail, `grep -q` quitting
+# at the first match could kill the writer with SIGPIPE and fail the check at random)
+if grep -q 'NEEDED.*libdlock' <<<"$(readelf -d "$prefix/bin/dlock")"; then
     fail "bin/dlock needs libdlock.so at run time (it links the static library)"
 fi
 
@@ -117,7 +119,7 @@ run_app() {
     esac
 }
 
-needs_libdlock_so() { readelf -d "$1" | grep -q 'NEEDED.*libdlock\.so'; }
+needs_libdlock_so() { grep -q 'NEEDED.*libdlock\.so' <<<"$(readelf -d "$1")"; }
 
 for variant in shared static; do
     step "CMake consumer, $variant"
@@ -138,7 +140,7 @@ for variant in shared static; do
     if [ "$variant" = shared ]; then
         needs_libdlock_so "$dir/app" || fail "cmake-shared: app does not link libdlock.so"
         # CMake's build RPATH points at the prefix: no LD_LIBRARY_PATH needed.
-        ldd "$dir/app" | grep -q "$libdir/libdlock.so.$major" ||
+        grep -q "$libdir/libdlock.so.$major" <<<"$(ldd "$dir/app")" ||
             fail "cmake-shared: app does not load the installed libdlock.so: $(ldd "$dir/app")"
     else
         needs_libdlock_so "$dir/app" && fail "cmake-static: app needs libdlock.so"
