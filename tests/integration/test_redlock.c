@@ -707,7 +707,15 @@ static void test_reentrant_holds_taken_on_different_quorums_are_all_given_back(v
 
 /* ---- fencing tokens ---------------------------------------------------------------------- */
 
-static void test_the_token_is_the_largest_of_the_fenced_members_tokens(void **state) {
+/* How many masters' token counters are at value. */
+static int tokens_at(redis_fixture *f[N], long long value) {
+    int n = 0;
+    for (int i = 0; i < N; i++)
+        n += redis_fixture_int(f[i], "GET redisson_lock_token:{" NAME "}") == value;
+    return n;
+}
+
+static void test_the_token_is_the_largest_its_majority_gave(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f[N];
@@ -724,7 +732,13 @@ static void test_the_token_is_the_largest_of_the_fenced_members_tokens(void **st
     ASSERT_RC(dlock_lock_token(a.rl, &token), DLOCK_ENOTOWNER);
     ASSERT_RC(dlock_lock_acquire(a.rl, 10000), DLOCK_OK);
     ASSERT_RC(dlock_lock_token(a.rl, &token), DLOCK_OK);
-    assert_int_equal(token, 18);
+    /* the largest token of the majority that granted it: 18 when master 1 (17 + 1) was in
+     * it, as it is unless master 1 answered after three others (a slow machine, e.g.
+     * under a sanitizer); the largest of any three of 5 10 18 3 1 is 5, 10 or 18. The
+     * majority's counters were raised to it. */
+    printf("# counters 4 17 9 0 2: token %llu\n", (unsigned long long)token);
+    assert_true(token == 18 || token == 10 || token == 5);
+    assert_true(tokens_at(f, (long long)token) >= QUORUM);
     ASSERT_RC(dlock_lock_release(a.rl), DLOCK_OK);
     app_close(&a);
     /* plain members have no tokens */
@@ -770,14 +784,6 @@ static void test_a_redlock_of_fenced_and_plain_members_is_refused(void **state) 
         dlock_client_free(c[i]);
     }
     masters_stop(f);
-}
-
-/* How many masters' token counters are at value. */
-static int tokens_at(redis_fixture *f[N], long long value) {
-    int n = 0;
-    for (int i = 0; i < N; i++)
-        n += redis_fixture_int(f[i], "GET redisson_lock_token:{" NAME "}") == value;
-    return n;
 }
 
 /* Tokens must rise from one holder to the next also when their quorums differ: here a
@@ -1142,7 +1148,7 @@ int main(void) {
         cmocka_unit_test(
             test_a_lock_whose_validity_ran_out_during_acquisition_is_never_reported_held),
         cmocka_unit_test(test_reentrant_holds_taken_on_different_quorums_are_all_given_back),
-        cmocka_unit_test(test_the_token_is_the_largest_of_the_fenced_members_tokens),
+        cmocka_unit_test(test_the_token_is_the_largest_its_majority_gave),
         cmocka_unit_test(test_fencing_tokens_of_successive_holders_rise_when_their_quorums_differ),
         cmocka_unit_test(test_a_redlock_of_fenced_and_plain_members_is_refused),
         cmocka_unit_test(test_acquire_with_5_masters_takes_about_one_round_trip_not_five),
