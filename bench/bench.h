@@ -11,6 +11,7 @@
  *                   semaphore_pair, semaphore_contended
  *   naive.c         the naive SET NX PX lock (plain hiredis) through those loops
  *   scale.c         renewal_scale, waiters_scale
+ *   redlock.c       redlock_acquire (a RedLock over 5 masters against its parts)
  *   ceiling.c       floor_script (redis-benchmark EVALSHA of a lock-sized script)
  *   util.c          everything in this header
  *
@@ -28,6 +29,8 @@
 /* The lease every dlock workload takes: explicit, so the watchdog never runs during a
  * measurement. */
 #define BENCH_LEASE_MS 30000
+/* redlock_acquire's independent masters: the usual RedLock deployment. */
+#define BENCH_REDLOCK_MASTERS 5
 
 typedef struct bench_config {
     const char *url;       /* as given to dlock_options.url */
@@ -38,6 +41,8 @@ typedef struct bench_config {
     const char *placement; /* where the server and the client run (CPU pinning), as told */
     char redis_version[32];
     char run_tag[48]; /* makes this run's key and channel names unique */
+    /* --redlock-urls split apart, one URL per master; [0] empty when not given. */
+    char redlock_urls[BENCH_REDLOCK_MASTERS][512];
 } bench_config;
 
 /* A floor measured just before a dlock workload (bench_floor_adjacent), for its ratios. */
@@ -163,5 +168,7 @@ long long bench_naive_contend(const bench_config *cfg, const bench_floor *floor,
 long long bench_renewal_scale(const bench_config *cfg, long long locks);
 long long bench_waiters_scale(const bench_config *cfg, long long waiters);
 long long bench_floor_script(const bench_config *cfg);
+/* Needs cfg->redlock_urls: one line per call, plain (fenced false) or fenced members. */
+long long bench_redlock_acquire(const bench_config *cfg, const bench_floor *floor, bool fenced);
 
 #endif

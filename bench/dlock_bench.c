@@ -2,7 +2,7 @@
  * same server, in one run (workloads and output: the design notes' BENCHMARKS.md).
  *
  *   dlock-bench [--url URL] [--duration-ms MS] [--floor-n N] [--only WORKLOAD]
- *               [--placement TEXT]
+ *               [--placement TEXT] [--redlock-urls URL1,URL2,URL3,URL4,URL5]
  *
  * URL defaults to $DLOCK_URL (then redis://127.0.0.1:6379). Each dlock workload runs for
  * --duration-ms per parameter value (default 3000, or 1000 with QUICK=1 in the
@@ -23,15 +23,20 @@
  *   semaphore_contended P = 2, 4, 16 threads on one 1-permit semaphore of one client
  *   renewal_scale       N = 1k, 10k, 100k watchdog locks of one client (QUICK=1: 1k, 10k)
  *   waiters_scale       N = 1k, 10k async waiters on N locks (QUICK=1: 1k)
+ *   redlock_acquire     T = 1, a RedLock over 5 masters (--redlock-urls; skipped without
+ *                       them), plain then fenced members, against one member's acquire and
+ *                       the 5 members taken one after another
  *   naive               the naive SET NX PX lock: uncontended_pair T = 1, 8, 32,
  *                       contended_handoff P = 2, 4, 16 threads and 2, 4 processes,
  *                       hold_10ms P = 4 threads (client "naive" in the JSON)
  *
- * --placement says where the server and this program run (bench/run.sh pins them to
- * CPUs); it is copied into every JSON object. Each dlock workload measures a short floor
- * (PING and PUBLISH) just before it runs and takes its ratios from it. Prints one JSON
- * object per line per workload on stdout; failures go to stderr. Exits 0 if no workload
- * counted an error, 1 otherwise, 2 on a usage error. */
+ * --redlock-urls names the 5 independent redis-servers redlock_acquire puts its members
+ * on; --url still serves the floor measured beside it. --placement says where the server
+ * and this program run (bench/run.sh pins them to CPUs); it is copied into every JSON
+ * object. Each dlock workload measures a short floor (PING and PUBLISH) just before it
+ * runs and takes its ratios from it. Prints one JSON object per line per workload on
+ * stdout; failures go to stderr. Exits 0 if no workload counted an error, 1 otherwise, 2
+ * on a usage error. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,12 +51,31 @@ static void usage(FILE *out) {
     fprintf(out, "usage: dlock-bench [--url URL] [--duration-ms MS] [--floor-n N] "
                  "[--only floor_ping|floor_publish|uncontended_pair|contended_handoff|fair_order"
                  "|rwlock_mix|floor_script|hold_10ms|semaphore_pair|semaphore_contended"
-                 "|renewal_scale|waiters_scale|naive] "
-                 "[--placement TEXT]\n");
+                 "|renewal_scale|waiters_scale|redlock_acquire|naive] "
+                 "[--placement TEXT] [--redlock-urls URL1,URL2,URL3,URL4,URL5]\n");
 }
 
 static bool selected(const bench_config *cfg, const char *workload) {
     return !cfg->only || strcmp(cfg->only, workload) == 0;
+}
+
+/* --redlock-urls: exactly BENCH_REDLOCK_MASTERS non-empty URLs separated by commas, each
+ * copied into cfg (a URL has no comma of its own). 0, or -1 with the reason on stderr. */
+static int parse_redlock_urls(const char *list, bench_config *cfg) {
+    const char *p = list;
+    for (int i = 0; i < BENCH_REDLOCK_MASTERS; i++) {
+        size_t len = strcspn(p, ",");
+        bool separated = i == BENCH_REDLOCK_MASTERS - 1 ? p[len] == '\0' : p[len] == ',';
+        if (len == 0 || len >= sizeof(cfg->redlock_urls[i]) || !separated) {
+            fprintf(stderr, "dlock-bench: --redlock-urls takes exactly %d URLs, comma-separated\n",
+                    BENCH_REDLOCK_MASTERS);
+            return -1;
+        }
+        memcpy(cfg->redlock_urls[i], p, len);
+        cfg->redlock_urls[i][len] = '\0';
+        p += len + 1;
+    }
+    return 0;
 }
 
 static int parse_args(int argc, char **argv, bench_config *cfg) {
@@ -80,7 +104,10 @@ static int parse_args(int argc, char **argv, bench_config *cfg) {
             cfg->only = value;
         else if (strcmp(arg, "--placement") == 0)
             cfg->placement = value;
-        else {
+        else if (strcmp(arg, "--redlock-urls") == 0) {
+            if (parse_redlock_urls(value, cfg) != 0)
+                return -1;
+        } else {
             usage(stderr);
             return -1;
         }
@@ -95,9 +122,9 @@ static int parse_args(int argc, char **argv, bench_config *cfg) {
     bool found = !cfg->only;
     for (size_t i = 0; i < sizeof(known) / sizeof(known[0]) && !found; i++)
         found = strcmp(cfg->only, known[i]) == 0;
-    static const char *const more[] = {
-        "floor_script",  "hold_10ms",     "semaphore_pair", "semaphore_contended",
-        "renewal_scale", "waiters_scale", "naive"};
+    static const char *const more[] = {"floor_script",        "hold_10ms",     "semaphore_pair",
+                                       "semaphore_contended", "renewal_scale", "waiters_scale",
+                                       "redlock_acquire",     "naive"};
     for (size_t i = 0; i < sizeof(more) / sizeof(more[0]) && !found; i++)
         found = strcmp(cfg->only, more[i]) == 0;
     if (!found) {
@@ -179,6 +206,16 @@ int main(int argc, char **argv) {
     static const long long waiters[] = {1000, 10000};
     for (size_t i = 0; i < (bench_quick() ? 1 : 2) && selected(&cfg, "waiters_scale"); i++)
         errors += bench_waiters_scale(&cfg, waiters[i]);
+    if (selected(&cfg, "redlock_acquire") && !cfg.redlock_urls[0][0])
+        fprintf(stderr,
+                "dlock-bench: redlock_acquire skipped: it needs %d independent masters "
+                "(--redlock-urls)\n",
+                BENCH_REDLOCK_MASTERS);
+    for (int fenced = 0; fenced < 2 && cfg.redlock_urls[0][0] && selected(&cfg, "redlock_acquire");
+         fenced++) {
+        errors += bench_floor_adjacent(&cfg, &floor);
+        errors += bench_redlock_acquire(&cfg, &floor, fenced);
+    }
     for (size_t i = 0; i < 3 && selected(&cfg, "naive"); i++) {
         errors += bench_floor_adjacent(&cfg, &floor);
         errors += bench_naive_pair(&cfg, &floor, pair_threads[i]);

@@ -184,6 +184,18 @@ def dlock_rows(objs):
                 f"{r1(f.get('read_acquire_p50_us'))} / {r1(f.get('write_acquire_p50_us'))}")
             row(w, ps, "violations, most readers inside",
                 f"{f.get('violations')}, {f.get('most_readers_inside')}")
+        elif w == "redlock_acquire":
+            ps = f"{p.get('masters')} masters {'fenced' if p.get('fenced') else 'plain'}"
+            acquire = f.get("acquire_p50_us")
+            row(w, ps, "iterations (T=1)", r0(f.get("iterations")))
+            row(w, ps, "RedLock acquire p50 / p99 us", f"{r1(acquire)} / {r1(f.get('acquire_p99_us'))}",
+                f"{r2(per(acquire, f.get('floor_ping_p50_us')))}x PING {fl}")
+            row(w, ps, "one member's acquire p50 us", r1(f.get("one_lock_acquire_p50_us")),
+                f"RedLock = {r2(f.get('ratio_acquire_p50_to_one_lock_acquire_p50'))}x it")
+            row(w, ps, "5 members one after another p50 us", r1(f.get("five_sequential_acquire_p50_us")),
+                f"RedLock = {r2(f.get('ratio_acquire_p50_to_five_sequential_p50'))}x it")
+            row(w, ps, "dlock_client_ping p50 us", r1(f.get("client_ping_p50_us")),
+                f"{r2(per(f.get('client_ping_p50_us'), f.get('floor_ping_p50_us')))}x PING")
         else:  # a workload this report does not know yet: its scalar figures
             ps = json.dumps({k: v for k, v in p.items() if k != "api"}, separators=(",", ":"))
             for k, v in f.items():

@@ -7,11 +7,14 @@
 # Builds nothing: it runs $DLOCK_BUILD_DIR/bench/dlock-bench (default build-release,
 # relative to the repository root). It starts its own redis-server (from PATH, or
 # $DLOCK_REDIS_SERVER) in a temp directory on a unix socket and a loopback TCP port,
-# ignoring any DLOCK_URL, and over the unix socket runs, each bounded in time:
+# ignoring any DLOCK_URL, and 4 more on unix sockets only (redis1.sock .. redis4.sock), so
+# redlock_acquire has 5 independent masters (if one of those does not start, dlock-bench
+# runs without them and skips redlock_acquire, saying so). Over the unix socket it runs,
+# each bounded in time:
 #
 #   1. dlock-bench: the floor (PING, PUBLISH delivery, the script ceiling through
-#      redis-benchmark), every dlock workload, and the naive SET NX PX lock;
-#      then floor_ping once more over TCP;
+#      redis-benchmark), every dlock workload (redlock_acquire on the main server and the
+#      4 others), and the naive SET NX PX lock; then floor_ping once more over TCP;
 #   2. the redis-py peer (bench/peers/python/redis_py_lock.py, Debian's python3-redis),
 #      with redis-py's default retry interval and with the lowest;
 #   3. the npm peers (bench/peers/node/peer.js: redlock and redis-semaphore, on ioredis),
@@ -21,7 +24,7 @@
 # prints the tables (bench/report.py: each figure, its ratio to the floor, dlock against the
 # naive lock and each peer; also saved as <stamp>.txt) and draws the hand-off latency
 # distribution of dlock, the naive lock and the peers as bench/results/<stamp>-handoff.png
-# (gnuplot). The server is stopped by its pid when the script ends, fails or is
+# (gnuplot). The servers are stopped by their pids when the script ends, fails or is
 # interrupted.
 #
 # What the peers and the picture need is installed HERE when missing, never by the build:
@@ -33,7 +36,7 @@
 # printed reason; the rest of the run goes on. DLOCK_BENCH_INSTALL=0 installs nothing;
 # DLOCK_BENCH_PEERS=0 runs no peer.
 #
-# CPU placement: with 2 or more CPUs (and taskset), redis-server runs on CPU 0 and
+# CPU placement: with 2 or more CPUs (and taskset), every redis-server runs on CPU 0 and
 # dlock-bench and the peers on the others, so every round trip crosses CPUs as it would
 # cross a network. Unpinned, on a 2-vCPU VM the PING p50 flips between about 13 us (both
 # on one CPU) and about 50 us (waking the other CPU) with wherever the scheduler put them,
@@ -165,13 +168,18 @@ fi
 dir=$(mktemp -d "$tmp_base/dlock-bench.XXXXXX")
 sock="$dir/redis.sock"
 server_pid=""
+extra_pids=() # redlock_acquire's other masters, on $dir/redis1.sock .. redis4.sock
 
 stop_server() {
-    if [ -n "$server_pid" ]; then
-        kill "$server_pid" 2>/dev/null || true
-        wait "$server_pid" 2>/dev/null || true
-        server_pid=""
-    fi
+    local pid
+    for pid in "$server_pid" ${extra_pids[@]+"${extra_pids[@]}"}; do
+        if [ -n "$pid" ]; then
+            kill "$pid" 2>/dev/null || true
+            wait "$pid" 2>/dev/null || true
+        fi
+    done
+    server_pid=""
+    extra_pids=()
 }
 cleanup() {
     stop_server
@@ -181,12 +189,26 @@ trap cleanup EXIT
 trap 'cleanup; trap - INT; kill -INT $$' INT
 trap 'cleanup; exit 143' TERM
 
+# ping_server [SOCKET]: 0 once the server on SOCKET (default: the main one) answers.
 ping_server() {
+    local socket=${1:-$sock}
     if command -v redis-cli >/dev/null 2>&1; then
-        [ "$(redis-cli -s "$sock" ping 2>/dev/null || true)" = "PONG" ]
+        [ "$(redis-cli -s "$socket" ping 2>/dev/null || true)" = "PONG" ]
     else
-        [ -S "$sock" ]
+        [ -S "$socket" ]
     fi
+}
+
+# await_server PID SOCKET: 0 once it answers (up to 5 s), 1 if it died or stayed silent.
+await_server() {
+    for _ in $(seq 1 50); do
+        if ping_server "$2"; then
+            return 0
+        fi
+        kill -0 "$1" 2>/dev/null || return 1
+        sleep 0.1
+    done
+    return 1
 }
 
 # Starts the server on a random free-looking port; 0 once it answers, 1 if it died (the
@@ -195,19 +217,22 @@ start_server() {
     "${server_cmd[@]}" --port "$port" --bind 127.0.0.1 --unixsocket "$sock" --unixsocketperm 700 \
         --save '' --appendonly no --daemonize no --dir "$dir" --logfile "$dir/redis.log" &
     server_pid=$!
-    for _ in $(seq 1 50); do # up to 5 s
-        if ping_server; then
-            return 0
-        fi
-        if ! kill -0 "$server_pid" 2>/dev/null; then
-            wait "$server_pid" 2>/dev/null || true
-            server_pid=""
-            return 1
-        fi
-        sleep 0.1
-    done
+    if await_server "$server_pid" "$sock"; then
+        return 0
+    fi
     stop_server
     return 1
+}
+
+# start_extra_server N: a master for redlock_acquire on $dir/redisN.sock, no TCP port,
+# pinned like the main one. 0 once it answers; 1 (its pid still in extra_pids, for
+# stop_server) if not.
+start_extra_server() {
+    local socket="$dir/redis$1.sock"
+    "${server_cmd[@]}" --port 0 --unixsocket "$socket" --unixsocketperm 700 \
+        --save '' --appendonly no --daemonize no --dir "$dir" --logfile "$dir/redis$1.log" &
+    extra_pids+=($!)
+    await_server "$!" "$socket"
 }
 
 started=0
@@ -223,6 +248,17 @@ if [ "$started" -ne 1 ]; then
     cat "$dir/redis.log" >&2 2>/dev/null || true
     exit 2
 fi
+redlock_args=(--redlock-urls "unix://$sock")
+for n in 1 2 3 4; do
+    if ! start_extra_server "$n"; then
+        echo "run.sh: redis-server $n for redlock_acquire did not start: running dlock-bench" \
+            "without --redlock-urls (redlock_acquire skipped)" >&2
+        tail -5 "$dir/redis$n.log" >&2 2>/dev/null || true # its reason, when it got to log one
+        redlock_args=()
+        break
+    fi
+    redlock_args[1]+=",unix://$dir/redis$n.sock"
+done
 
 unset DLOCK_URL
 lines="$dir/results.jsonl"
@@ -246,7 +282,7 @@ run_client() {
     fi
 }
 run_client "dlock-bench on unix://$sock ${QUICK:+(QUICK=$QUICK)}" \
-    "$program" "$@" --url "unix://$sock" --placement "$placement"
+    "$program" "$@" --url "unix://$sock" ${redlock_args[@]+"${redlock_args[@]}"} --placement "$placement"
 run_client "floor_ping on redis://127.0.0.1:$port" \
     "$program" "$@" --url "redis://127.0.0.1:$port" --only floor_ping --placement "$placement"
 if [ -n "$redis_python" ]; then
