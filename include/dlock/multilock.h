@@ -21,15 +21,16 @@ extern "C" {
 #endif
 
 /* MultiLock (Redisson RedissonMultiLock): acquire takes every member or none. Members are
- * taken in one canonical order (by client id, then name), so two MultiLocks over
+ * taken in one canonical order (by name, then Redis server), so two MultiLocks over
  * overlapping sets never deadlock, with the wait shared across them; a member that cannot
  * be had in time makes every member already taken be released. Members are held under
  * the watchdog while the others are taken, then given the caller's lease (or kept under
  * the watchdog with DLOCK_WATCHDOG). release releases every member, continuing past one
  * that fails, and returns the first error. A member lost makes the composite lost.
- * is_locked / is_held: every member is; hold_count, ttl: the least of the members';
- * token: the largest of the fenced members' tokens. DLOCK_EINVAL: no members, a NULL or
- * repeated member, a composite member. */
+ * is_locked / is_held: every member is; hold_count: the calling thread's acquisitions of
+ * the composite not yet released; ttl: the least of the members'; token: the largest of
+ * the fenced members' tokens of the latest acquisition. DLOCK_EINVAL: no members, a NULL
+ * or repeated member, a composite member, a member of another composite. */
 DLOCK_EXTERN int dlock_multilock_new(dlock_lock *const *locks, size_t n, dlock_lock **out);
 
 /* RedLock (the Redis "distlock" algorithm), members on n independent masters (n odd,
@@ -40,8 +41,11 @@ DLOCK_EXTERN int dlock_multilock_new(dlock_lock *const *locks, size_t n, dlock_l
  * tries again after a random pause, until the wait runs out (DLOCK_ETIMEDOUT). ttl is the
  * remaining validity: the quorum-th longest member TTL minus the drift. With
  * DLOCK_WATCHDOG the members' watchdogs extend them, and the composite counts as lost
- * once fewer than a quorum are still held. token: the largest of the members' tokens
- * (fenced members). See docs/multilock.md for what RedLock does and does not guarantee. */
+ * once fewer than a quorum are still held. Fenced members (all or none: DLOCK_EINVAL
+ * otherwise): token is the largest token of the majority that granted the lock, and
+ * before acquire returns a majority of members has its token counter raised to it, so
+ * tokens rise from holder to holder even when their majorities differ (a second parallel
+ * round). See docs/multilock.md for what RedLock does and does not guarantee. */
 DLOCK_EXTERN int dlock_redlock_new(dlock_lock *const *locks, size_t n, dlock_lock **out);
 
 #ifdef __cplusplus
