@@ -308,6 +308,30 @@ static size_t fence_round(composite *cp, uint64_t owner, int64_t lease, int64_t 
     return confirmed;
 }
 
+/* After a lost round: a release to every member in which[]. Between rounds they go out and
+ * the next round starts (an owner's calls reach each member in order). The last time,
+ * wait_ms > 0, the releases of the members that said yes are waited for (they answer
+ * quickly), so that an application that frees its clients on DLOCK_ETIMEDOUT does not
+ * cancel them and leave a member held until its lease ends; those of members that did not
+ * answer (a master down or paused) are not, or the wait would grow by a budget. */
+static void give_back(composite *cp, uint64_t owner, const bool *which, const bool *said_yes,
+                      int64_t wait_ms) {
+    bool wait_for[cp->n];
+    size_t waited = 0;
+    for (size_t i = 0; i < cp->n; i++) {
+        wait_for[i] = wait_ms > 0 && which[i] && said_yes[i];
+        waited += wait_for[i];
+    }
+    round *r = waited ? round_start(cp, owner, wait_for, ROUND_RELEASE, 0, 0) : NULL;
+    for (size_t i = 0; i < cp->n; i++)
+        if (which[i] && !(r && wait_for[i]))
+            dlock_lock_release_async(cp->members[i], owner, ignore_answer, NULL);
+    if (r) {
+        round_wait(r, dlock__now_ms() + wait_ms);
+        round_end(r);
+    }
+}
+
 static void pause_with_jitter(int64_t deadline) {
     /* a random pause, so that competing clients do not keep splitting the vote */
     uint64_t jitter;
@@ -329,8 +353,8 @@ int dlock__redlock_try_acquire(void *self, uint64_t owner, int64_t wait_ms, int6
         return refused;
     int64_t lease = dlock__redlock_lease(cp, lease_ms);
     int64_t deadline = dlock__deadline_ms(wait_ms);
-    bool taken[cp->n], give_back[cp->n];
-    outcome o = {.taken = taken, .give_back = give_back, .error = DLOCK_ETIMEDOUT};
+    bool taken[cp->n], to_give_back[cp->n];
+    outcome o = {.taken = taken, .give_back = to_give_back, .error = DLOCK_ETIMEDOUT};
     for (;;) {
         int64_t start = dlock__now_ms();
         round *r = round_start(cp, owner, NULL, ROUND_ACQUIRE, lease_ms, 0);
@@ -355,14 +379,12 @@ int dlock__redlock_try_acquire(void *self, uint64_t owner, int64_t wait_ms, int6
         }
         if (won)
             return DLOCK_OK;
-        if (!unfenced) {
-            for (size_t i = 0; i < cp->n; i++)
-                if (give_back[i])
-                    dlock_lock_release_async(cp->members[i], owner, ignore_answer, NULL);
-        }
+        bool last = o.rc != DLOCK_OK || dlock__now_ms() >= deadline;
+        if (!unfenced)
+            give_back(cp, owner, to_give_back, taken, last ? answer_budget(lease) : 0);
         if (o.rc != DLOCK_OK)
             return dlock__fail(o.rc, "redlock: %s", dlock_strerror(o.rc));
-        if (dlock__now_ms() >= deadline) {
+        if (last) {
             if (unfenced)
                 return dlock__fail(DLOCK_ETIMEDOUT,
                                    "redlock: the token was confirmed by %zu of %zu members, %zu "
