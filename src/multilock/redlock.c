@@ -17,7 +17,6 @@
  * token counters to the composite's token (docs/multilock.md, "Fencing tokens across
  * masters"). */
 #include <pthread.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -308,6 +307,25 @@ static size_t fence_round(composite *cp, uint64_t owner, int64_t lease, int64_t 
     return confirmed;
 }
 
+/* A release to every member in which[], not waited for. */
+static void send_releases(composite *cp, uint64_t owner, const bool *which) {
+    for (size_t i = 0; i < cp->n; i++)
+        if (which[i])
+            dlock_lock_release_async(cp->members[i], owner, ignore_answer, NULL);
+}
+
+/* A release to every member in which[], as a round the caller waits for and ends. NULL when
+ * which[] is empty, or when out of memory: then the releases went out unwaited. */
+static round *release_round(composite *cp, uint64_t owner, const bool *which) {
+    bool any = false;
+    for (size_t i = 0; i < cp->n; i++)
+        any |= which[i];
+    round *r = any ? round_start(cp, owner, which, ROUND_RELEASE, 0, 0) : NULL;
+    if (any && !r)
+        send_releases(cp, owner, which);
+    return r;
+}
+
 /* After a lost round: a release to every member in which[]. Between rounds they go out and
  * the next round starts (an owner's calls reach each member in order). The last time,
  * wait_ms > 0, the releases of the members that said yes are waited for (they answer
@@ -316,16 +334,13 @@ static size_t fence_round(composite *cp, uint64_t owner, int64_t lease, int64_t 
  * answer (a master down or paused) are not, or the wait would grow by a budget. */
 static void give_back(composite *cp, uint64_t owner, const bool *which, const bool *said_yes,
                       int64_t wait_ms) {
-    bool wait_for[cp->n];
-    size_t waited = 0;
+    bool wait_for[cp->n], unwaited[cp->n];
     for (size_t i = 0; i < cp->n; i++) {
         wait_for[i] = wait_ms > 0 && which[i] && said_yes[i];
-        waited += wait_for[i];
+        unwaited[i] = which[i] && !wait_for[i];
     }
-    round *r = waited ? round_start(cp, owner, wait_for, ROUND_RELEASE, 0, 0) : NULL;
-    for (size_t i = 0; i < cp->n; i++)
-        if (which[i] && !(r && wait_for[i]))
-            dlock_lock_release_async(cp->members[i], owner, ignore_answer, NULL);
+    send_releases(cp, owner, unwaited);
+    round *r = release_round(cp, owner, wait_for);
     if (r) {
         round_wait(r, dlock__now_ms() + wait_ms);
         round_end(r);
@@ -433,16 +448,14 @@ int dlock__redlock_release(void *self, uint64_t owner) {
         return lost ? dlock__fail(DLOCK_ELOST, "redlock: lost while held")
                     : dlock__fail(DLOCK_ENOTOWNER, "redlock: not held by this owner");
     int64_t until = dlock__now_ms() + 2 * answer_budget(dlock__redlock_lease(cp, DLOCK_WATCHDOG));
-    round *r = count ? round_start(cp, owner, held, ROUND_RELEASE, 0, 0) : NULL;
+    round *r = release_round(cp, owner, held);
     /* the not yet answered: their answer (ENOTOWNER when the acquire found it busy) is
      * waited for, not counted */
-    round *extra = pending_count ? round_start(cp, owner, pending, ROUND_RELEASE, 0, 0) : NULL;
-    if ((count && !r) || (pending_count && !extra)) {
-        if (r)
-            round_end(r);
+    round *extra = release_round(cp, owner, pending);
+    if (count && !r) {
         if (extra)
             round_end(extra);
-        return dlock__fail(DLOCK_ENOMEM, "out of memory");
+        return dlock__fail(DLOCK_ENOMEM, "out of memory: the releases went out unwaited");
     }
     if (r)
         round_wait(r, until);

@@ -748,6 +748,50 @@ static void test_the_token_is_the_largest_its_majority_gave(void **state) {
     masters_stop(f);
 }
 
+/* The fencing round's error path: a won majority whose token cannot be made a floor on a
+ * majority is given back whole. Masters 2..4 refuse SET to the client's ACL user (the
+ * raise needs it; acquiring and releasing do not), and masters 0 and 1 start at 100, so
+ * the token is 101 and only 0 and 1 (already there) confirm it: 2 of 5. */
+static void test_an_acquisition_whose_token_a_majority_cannot_take_is_given_back(void **state) {
+    (void)state;
+    test_watchdog_arm(BUDGET_S, __func__);
+    redis_fixture *f[N];
+    masters_start(f);
+    app a;
+    memset(&a, 0, sizeof(a));
+    for (int i = 0; i < N; i++) {
+        char url[512];
+        if (i < 2) {
+            assert_int_equal(redis_fixture_int(f[i], "INCRBY redisson_lock_token:{" NAME "} 100"),
+                             100);
+            snprintf(url, sizeof(url), "%s", redis_fixture_unix_url(f[i]));
+        } else {
+            redisReply *r = redis_fixture_cmd(f[i], "ACL SETUSER nosets on >pw ~* &* +@all -set");
+            assert_non_null(r);
+            assert_int_equal(r->type, REDIS_REPLY_STATUS);
+            freeReplyObject(r);
+            snprintf(url, sizeof(url), "%s?user=nosets&password=pw", redis_fixture_unix_url(f[i]));
+        }
+        ASSERT_RC(connect_url(url, NULL, &a.c[i]), DLOCK_OK);
+        ASSERT_RC(dlock_fencedlock_new(a.c[i], NAME, &a.member[i]), DLOCK_OK);
+    }
+    ASSERT_RC(dlock_redlock_new(a.member, N, &a.rl), DLOCK_OK);
+    ASSERT_RC(dlock_lock_try_acquire(a.rl, 0, 10000), DLOCK_ETIMEDOUT);
+    printf("# %s\n", dlock_last_error());
+    assert_non_null(strstr(dlock_last_error(), "the token was confirmed by 2 of 5"));
+    /* given back before it returned, and never reported held */
+    assert_int_equal(members_present(f, NULL), 0);
+    uint64_t token = 0;
+    ASSERT_RC(dlock_lock_token(a.rl, &token), DLOCK_ENOTOWNER);
+    int64_t holds = -1;
+    ASSERT_RC(dlock_lock_hold_count(a.rl, &holds), DLOCK_OK);
+    assert_int_equal(holds, 0);
+    for (int i = 2; i < N; i++) /* INCR by the acquire, never raised */
+        assert_int_equal(redis_fixture_int(f[i], "GET redisson_lock_token:{" NAME "}"), 1);
+    app_close(&a);
+    masters_stop(f);
+}
+
 static void test_a_redlock_of_fenced_and_plain_members_is_refused(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
@@ -1138,6 +1182,7 @@ int main(void) {
         cmocka_unit_test(test_the_token_is_the_largest_its_majority_gave),
         cmocka_unit_test(test_fencing_tokens_of_successive_holders_rise_when_their_quorums_differ),
         cmocka_unit_test(test_a_redlock_of_fenced_and_plain_members_is_refused),
+        cmocka_unit_test(test_an_acquisition_whose_token_a_majority_cannot_take_is_given_back),
         cmocka_unit_test(test_the_5_members_are_asked_at_once_not_one_after_another),
         cmocka_unit_test_teardown(
             test_the_checker_across_4_processes_sees_no_overlap_the_exact_count_and_rising_tokens,
