@@ -6,7 +6,9 @@
 # byte, fails it (exit 99). At most two run at a time (DLOCK_MEMCHECK_JOBS). Tests shrink
 # their iteration counts with DLOCK_TEST_SCALE (0.05 here unless set). Each program gets
 # DLOCK_MEMCHECK_TIMEOUT seconds (default 900). Logs: BUILD_DIR/memcheck/<program>.log.
-# Suppressions: tests/valgrind.supp (each one named and commented).
+# Suppressions: tests/valgrind.supp (each one named and commented). DLOCK_MEMCHECK_FILTER, an
+# extended regex, keeps only the programs whose name matches (e.g. '^integration_redlock').
+# A program runs once: no failure is retried.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -31,7 +33,9 @@ programs=()
 for layer in unit integration; do
     [ -d "$build/tests/bin/$layer" ] || continue
     while IFS= read -r p; do
-        programs+=("$p")
+        if [ -z "${DLOCK_MEMCHECK_FILTER:-}" ] || [[ "$(basename "$p")" =~ $DLOCK_MEMCHECK_FILTER ]]; then
+            programs+=("$p")
+        fi
     done < <(find "$build/tests/bin/$layer" -maxdepth 1 -type f -perm -u+x | sort)
 done
 
@@ -49,23 +53,16 @@ run_one() {
     name=$(basename "$prog")
     log="$logs/$name.log"
     start=$(date +%s)
-    # A failed test assertion (not a valgrind error, 99) gets one more try, as ctest's
-    # --repeat until-pass:2 in scripts/test.sh: timing-sensitive tests on a loaded 2-core
-    # machine. Memory errors are never retried.
-    for attempt in 1 2; do
-        rc=0
-        (
-            cd "$build/tests"
-            timeout --kill-after=30 "$timeout_s" \
-                valgrind --tool=memcheck --error-exitcode=99 --leak-check=full \
-                --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect \
-                --track-origins=no --suppressions="$root/tests/valgrind.supp" \
-                "$prog"
-        ) >"$log" 2>&1 || rc=$?
-        if [ "$rc" -eq 0 ] || [ "$rc" -eq 99 ]; then
-            break
-        fi
-    done
+    # Run once: a failure, of a test or of memcheck, is never retried.
+    rc=0
+    (
+        cd "$build/tests"
+        timeout --kill-after=30 "$timeout_s" \
+            valgrind --tool=memcheck --error-exitcode=99 --leak-check=full \
+            --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect \
+            --track-origins=no --suppressions="$root/tests/valgrind.supp" \
+            "$prog"
+    ) >"$log" 2>&1 || rc=$?
     echo "$rc $(($(date +%s) - start))" >"$log.rc"
 }
 

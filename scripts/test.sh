@@ -11,6 +11,7 @@
 # A failing stage does not stop the independent ones; stages that need a failed build are
 # skipped. Ends with a summary; exits non-zero if anything failed.
 # Developers may skip stages: DLOCK_SKIP_MEMCHECK=1, DLOCK_SKIP_ASAN=1, DLOCK_SKIP_TSAN=1.
+# No stage retries a failed test: a test that fails once is a defect, in the test or in dlock.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -70,12 +71,12 @@ configure_and_build() { # DIR CMAKE_ARGS...
 ctest_asan() {
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
         UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-        "${no_aslr[@]}" ctest --test-dir build-asan --output-on-failure -j2 --repeat until-pass:2
+        "${no_aslr[@]}" ctest --test-dir build-asan --output-on-failure -j2
 }
 
 ctest_tsan() {
     TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-        "${no_aslr[@]}" ctest --test-dir build-tsan --output-on-failure -j2 --repeat until-pass:2 \
+        "${no_aslr[@]}" ctest --test-dir build-tsan --output-on-failure -j2 \
         -L integration -R threads --no-tests=ignore
 }
 
@@ -90,7 +91,7 @@ fi
 # 2-4. Debug build, every ctest label, valgrind.
 run_stage "build (build/, Debug, -Werror)" configure_and_build build -DDLOCK_SANITIZE=
 if [ "$stage_ok" -eq 1 ]; then
-    run_stage "ctest (build/, all labels)" ctest --test-dir build --output-on-failure -j2 --repeat until-pass:2
+    run_stage "ctest (build/, all labels)" ctest --test-dir build --output-on-failure -j2
     if [ "${DLOCK_SKIP_MEMCHECK:-0}" = 1 ]; then
         skip_stage "memcheck" "DLOCK_SKIP_MEMCHECK=1"
     else
