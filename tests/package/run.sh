@@ -7,7 +7,9 @@
 #   2. build tests/package/consumer (main.c) against that prefix four ways, and run each:
 #        cmake-shared   find_package(dlock <version> EXACT) + target_link_libraries(dlock::dlock)
 #        cmake-static   the same with dlock::dlock_static
-#        pc-shared      cc main.c $(pkg-config --cflags --libs dlock)        (LD_LIBRARY_PATH)
+#        pc-shared      cc main.c $(pkg-config --cflags --libs dlock)        (LD_LIBRARY_PATH;
+#                       again with -Wl,-rpath,<libdir>, as the README says; and no flag of
+#                       hiredis in what pkg-config gives)
 #        pc-static      cc main.c $(pkg-config --static --cflags --libs dlock), libdlock.a
 #                       picked with -Wl,-Bstatic
 #      the consumer checks dlock_version_string() == DLOCK_VERSION_STRING;
@@ -159,10 +161,19 @@ echo "find_package(dlock $wrong EXACT) refused, as it must be"
 
 step "pkg-config consumer, shared"
 echo "pkg-config --cflags --libs dlock: $(pkg-config --cflags --libs dlock)"
+# The public headers use no hiredis: its include folder and defines are not the consumer's.
+case "$(pkg-config --cflags --libs dlock)" in
+*hiredis* | *_FILE_OFFSET_BITS*) fail "pc-shared: pkg-config gives consumers hiredis' flags" ;;
+esac
 # shellcheck disable=SC2046 # word splitting of pkg-config output is intended
 "$cc" -o "$work/app-pc-shared" "$here/consumer/main.c" $(pkg-config --cflags --libs dlock)
 needs_libdlock_so "$work/app-pc-shared" || fail "pc-shared: app does not link libdlock.so"
 run_app pc-shared "$work/app-pc-shared" LD_LIBRARY_PATH="$libdir"
+# The README's line for a private prefix: an rpath, so the program finds libdlock.so alone.
+# shellcheck disable=SC2046
+"$cc" -o "$work/app-pc-rpath" "$here/consumer/main.c" $(pkg-config --cflags --libs dlock) \
+    -Wl,-rpath,"$(pkg-config --variable=libdir dlock)"
+run_app pc-rpath "$work/app-pc-rpath"
 
 step "pkg-config consumer, static"
 echo "pkg-config --static --cflags --libs dlock: $(pkg-config --static --cflags --libs dlock)"
