@@ -46,6 +46,7 @@
 #include "core_call.h"
 #include "dlock.h"
 #include "dlock/adapters/libev.h"
+#include "harness.h"
 #include "redis_fixture.h"
 #include "test_util.h"
 
@@ -1116,17 +1117,6 @@ static void run_row(const bad_case *row, const bad *b) {
 }
 
 /* ---- the world: servers, clients, handles, state in Redis ------------------------------------ */
-
-static dlock_client *connect_client(redis_fixture *f) {
-    dlock_options o;
-    dlock_options_init(&o);
-    o.url = redis_fixture_unix_url(f);
-    dlock_client *c = NULL;
-    int rc = dlock_client_new(&o, &c);
-    if (rc != DLOCK_OK)
-        fail_msg("connect: %s (%s)", dlock_err_name(rc), dlock_last_error());
-    return c;
-}
 
 #define OK(expr)                                                                                   \
     do {                                                                                           \

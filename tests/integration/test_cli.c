@@ -39,6 +39,7 @@
 #include <cmocka.h>
 
 #include "dlock.h"
+#include "harness.h"
 #include "redis_fixture.h"
 #include "test_util.h"
 
@@ -143,9 +144,7 @@ static pid_t spawn(const char *const argv[], const char *out_path, const char *e
 /* Waits for pid up to timeout_ms: its exit status, 128+signal if killed. Fails the test
  * (after SIGKILLing it) on timeout. */
 static int wait_exit(pid_t pid, int64_t timeout_ms) {
-    if (test_under_valgrind())
-        timeout_ms *= 4;
-    int64_t until = test_now_ms() + timeout_ms;
+    int64_t until = test_now_ms() + test_slack_ms(timeout_ms);
     for (;;) {
         int status;
         pid_t r = waitpid(pid, &status, WNOHANG);
@@ -246,19 +245,8 @@ static redis_fixture *start_server_with(const redis_fixture_opts *o) {
     return f;
 }
 
-static redis_fixture *start_server(void) {
+static redis_fixture *start_cli_server(void) {
     return start_server_with(NULL);
-}
-
-static dlock_client *connect_client(redis_fixture *f) {
-    dlock_options o;
-    dlock_options_init(&o);
-    o.url = redis_fixture_unix_url(f);
-    dlock_client *c = NULL;
-    int rc = dlock_client_new(&o, &c);
-    if (rc != DLOCK_OK)
-        fail_msg("connect: %s (%s)", dlock_err_name(rc), dlock_last_error());
-    return c;
 }
 
 static bool file_exists(const char *path) {
@@ -267,7 +255,7 @@ static bool file_exists(const char *path) {
 
 /* Polls until path exists; fails after timeout_ms. */
 static void wait_for_file(const char *path, int64_t timeout_ms) {
-    int64_t until = test_now_ms() + (test_under_valgrind() ? timeout_ms * 4 : timeout_ms);
+    int64_t until = test_now_ms() + test_slack_ms(timeout_ms);
     while (!file_exists(path)) {
         if (test_now_ms() > until)
             fail_msg("%s did not appear within %lld ms", path, (long long)timeout_ms);
@@ -396,7 +384,7 @@ static void test_help_of_every_command_exits_0_and_version_matches_the_header(vo
     (void)state;
     REQUIRE_CLI();
     test_watchdog_arm(BUDGET_S, __func__);
-    redis_fixture *f = start_server();
+    redis_fixture *f = start_cli_server();
     static const char *const commands[] = {"run", "inspect", "release", "semaphore", "latch"};
     result r = DLOCK_CLI_RUN(f, 5000, "--help");
     ASSERT_STATUS(r, 0);
@@ -428,7 +416,7 @@ static void test_bad_usage_exits_64_with_a_message(void **state) {
     (void)state;
     REQUIRE_CLI();
     test_watchdog_arm(BUDGET_S, __func__);
-    redis_fixture *f = start_server();
+    redis_fixture *f = start_cli_server();
     static const char *const cases[][8] = {
         {NULL},
         {"frobnicate", NULL},
@@ -527,7 +515,7 @@ static void test_run_passes_the_exit_status_and_128_plus_the_signal_through(void
     (void)state;
     REQUIRE_CLI();
     test_watchdog_arm(BUDGET_S, __func__);
-    redis_fixture *f = start_server();
+    redis_fixture *f = start_cli_server();
     result r = DLOCK_CLI_RUN(f, 10000, "run", "status", "--", "sh", "-c", "exit 7");
     ASSERT_STATUS(r, 7);
     result_free(&r);
@@ -554,7 +542,7 @@ static void test_run_exports_dlock_name_and_a_token_that_increases(void **state)
     (void)state;
     REQUIRE_CLI();
     test_watchdog_arm(BUDGET_S, __func__);
-    redis_fixture *f = start_server();
+    redis_fixture *f = start_cli_server();
     unsigned long long last = 0;
     for (int i = 0; i < 4; i++) {
         result r = DLOCK_CLI_RUN(f, 10000, "run", "fenced-job", "--", "sh", "-c",
@@ -592,7 +580,7 @@ static void test_two_concurrent_runs_on_one_name_never_overlap(void **state) {
     (void)state;
     REQUIRE_CLI();
     test_watchdog_arm(BUDGET_S * 2, __func__);
-    redis_fixture *f = start_server();
+    redis_fixture *f = start_cli_server();
     char log[PATH_MAX], count[PATH_MAX];
     path_in(f, "sections.log", log, sizeof(log));
     path_in(f, "count", count, sizeof(count));
@@ -655,7 +643,7 @@ static void test_run_gives_up_after_wait_with_73(void **state) {
     (void)state;
     REQUIRE_CLI();
     test_watchdog_arm(BUDGET_S, __func__);
-    redis_fixture *f = start_server();
+    redis_fixture *f = start_cli_server();
     dlock_client *c = connect_client(f);
     dlock_lock *l = NULL;
     assert_int_equal(dlock_lock_new(c, "busy", &l), DLOCK_OK);
@@ -706,7 +694,7 @@ static void test_lost_lease_terminates_the_command_and_what_it_started_and_exits
     (void)state;
     REQUIRE_CLI();
     test_watchdog_arm(BUDGET_S, __func__);
-    redis_fixture *f = start_server();
+    redis_fixture *f = start_cli_server();
     setenv("DLOCK_WATCHDOG_MS", "600", 1); /* renewed every 200 ms */
     char started[PATH_MAX], finished[PATH_MAX], sleeper[PATH_MAX];
     path_in(f, "started", started, sizeof(started));
@@ -741,10 +729,10 @@ static void test_lost_lease_terminates_the_command_and_what_it_started_and_exits
     ASSERT_CONTAINS(said, "); command terminated");
     free(said);
     assert_false(file_exists(finished)); /* the command did not run on */
-    if (took > (test_under_valgrind() ? 8000 : 3000))
+    if (took > test_slack_ms(3000))
         fail_msg("dlock exited %lld ms after the key was deleted", (long long)took);
     /* The sleep the command started was in its process group: gone too. */
-    int64_t until = test_now_ms() + 3000;
+    int64_t until = test_now_ms() + test_slack_ms(3000);
     while (!process_gone(sleeper_pid) && test_now_ms() < until)
         test_sleep_ms(10);
     if (!process_gone(sleeper_pid)) {
@@ -769,7 +757,7 @@ static void test_command_ignoring_sigterm_is_killed_after_kill_after(void **stat
     (void)state;
     REQUIRE_CLI();
     test_watchdog_arm(BUDGET_S, __func__);
-    redis_fixture *f = start_server();
+    redis_fixture *f = start_cli_server();
     int64_t start = test_now_ms();
     result r = DLOCK_CLI_RUN(f, 15000, "--watchdog-ms", "600", "run", "--lease", "300",
                              "--kill-after", "300", "stubborn", "--", "sh", "-c",
@@ -788,7 +776,7 @@ static void test_sigterm_to_dlock_reaches_the_command_and_the_lock_is_released(v
     (void)state;
     REQUIRE_CLI();
     test_watchdog_arm(BUDGET_S, __func__);
-    redis_fixture *f = start_server();
+    redis_fixture *f = start_cli_server();
     char started[PATH_MAX], got[PATH_MAX];
     path_in(f, "started", started, sizeof(started));
     path_in(f, "got", got, sizeof(got));
@@ -840,7 +828,7 @@ static void test_read_runs_share_a_write_run_excludes_and_fair_runs_queue(void *
     (void)state;
     REQUIRE_CLI();
     test_watchdog_arm(BUDGET_S, __func__);
-    redis_fixture *f = start_server();
+    redis_fixture *f = start_cli_server();
     char started[PATH_MAX], go[PATH_MAX];
     path_in(f, "started", started, sizeof(started));
     path_in(f, "go", go, sizeof(go));
@@ -917,7 +905,7 @@ static void test_inspect_shows_the_holder_client_id_owner_and_count_and_valid_js
     (void)state;
     REQUIRE_CLI();
     test_watchdog_arm(BUDGET_S, __func__);
-    redis_fixture *f = start_server();
+    redis_fixture *f = start_cli_server();
     dlock_client *c = connect_client(f);
     dlock_lock *l = NULL;
     assert_int_equal(dlock_fencedlock_new(c, "orders", &l), DLOCK_OK);
@@ -975,7 +963,7 @@ static void test_inspect_recognises_every_layout(void **state) {
     (void)state;
     REQUIRE_CLI();
     test_watchdog_arm(BUDGET_S, __func__);
-    redis_fixture *f = start_server();
+    redis_fixture *f = start_cli_server();
     const char *id = "6e3814a1-e847-452b-a982-45baf93a1df2";
     redisReply *rep;
 #define ADMIN(...)                                                                                 \
@@ -1072,7 +1060,7 @@ static void test_release_force_frees_a_held_lock_and_refuses_what_is_not_a_lock(
     (void)state;
     REQUIRE_CLI();
     test_watchdog_arm(BUDGET_S, __func__);
-    redis_fixture *f = start_server();
+    redis_fixture *f = start_cli_server();
     dlock_client *c = connect_client(f);
     dlock_lock *l = NULL;
     assert_int_equal(dlock_lock_new(c, "stuck", &l), DLOCK_OK);
@@ -1139,7 +1127,7 @@ static void test_semaphore_set_add_available_and_run_with_permits_round_trip(voi
     (void)state;
     REQUIRE_CLI();
     test_watchdog_arm(BUDGET_S, __func__);
-    redis_fixture *f = start_server();
+    redis_fixture *f = start_cli_server();
     result r = DLOCK_CLI_RUN(f, 10000, "semaphore", "pool", "set", "3");
     ASSERT_STATUS(r, 0);
     result_free(&r);
@@ -1189,7 +1177,7 @@ static void test_latch_set_count_down_count_and_await_round_trip(void **state) {
     (void)state;
     REQUIRE_CLI();
     test_watchdog_arm(BUDGET_S, __func__);
-    redis_fixture *f = start_server();
+    redis_fixture *f = start_cli_server();
     result r = DLOCK_CLI_RUN(f, 10000, "latch", "gate", "set", "2");
     ASSERT_STATUS(r, 0);
     result_free(&r);

@@ -33,17 +33,6 @@
 #define BUDGET_S 60
 #define FIELD_MAX 128
 
-static dlock_client *connect_client(redis_fixture *f) {
-    dlock_options o;
-    dlock_options_init(&o);
-    o.url = redis_fixture_unix_url(f);
-    dlock_client *c = NULL;
-    int rc = dlock_client_new(&o, &c);
-    if (rc != DLOCK_OK)
-        fail_msg("connect: %s (%s)", dlock_err_name(rc), dlock_last_error());
-    return c;
-}
-
 static dlock_lock *new_fair(dlock_client *c, const char *name) {
     dlock_lock *l = NULL;
     ASSERT_RC(dlock_fairlock_new(c, name, &l), DLOCK_OK);

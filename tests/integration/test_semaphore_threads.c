@@ -34,17 +34,6 @@
 #define BUDGET_S 120
 #define CLIENTS 2
 
-static dlock_client *connect_client(redis_fixture *f) {
-    dlock_options o;
-    dlock_options_init(&o);
-    o.url = redis_fixture_unix_url(f);
-    dlock_client *c = NULL;
-    int rc = dlock_client_new(&o, &c);
-    if (rc != DLOCK_OK)
-        fail_msg("connect: %s (%s)", dlock_err_name(rc), dlock_last_error());
-    return c;
-}
-
 static long long active_channels(redis_fixture *f) {
     redisReply *r = redis_fixture_cmd(f, "PUBSUB CHANNELS");
     assert_non_null(r);

@@ -124,4 +124,3 @@ void on_loop(dlock_client *c, loop_fn fn, void *arg) {
         abort(); /* the client is closed: a broken test, not a result */
 }
 
-int64_t test_slack_ms(int64_t ms) { return test_under_valgrind() ? ms * 20 : ms; }

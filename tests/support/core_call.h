@@ -32,8 +32,7 @@ void core_reply_free(core_reply *r);
 typedef void (*loop_fn)(dlock_client *c, void *arg);
 void on_loop(dlock_client *c, loop_fn fn, void *arg);
 
-/* An upper bound of a timing claim: as given normally, 20x under valgrind. */
-int64_t test_slack_ms(int64_t ms);
+/* test_slack_ms (test_util.h) widens an upper bound of a timing claim. */
 
 /* Polls cond every 2 ms until it holds or timeout_ms passed; ok says which. */
 #define POLL_UNTIL(ok, cond, timeout_ms)                                                           \

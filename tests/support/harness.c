@@ -1,6 +1,7 @@
 /* harness.c — see harness.h. */
 #include "harness.h"
 
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -9,7 +10,7 @@
 #include <cmocka.h>
 
 int64_t slack_ms(int64_t ms) {
-    return test_under_valgrind() ? ms * 10 : ms;
+    return test_slack_ms(ms);
 }
 
 redis_fixture *start_server(void) {
@@ -103,4 +104,208 @@ void sync_with_client(struct ev_loop *loop, dlock_client *c, int64_t timeout_ms)
     RUN_LOOP_UNTIL(loop, ok, status != 1, timeout_ms);
     assert_true(ok);
     ASSERT_RC(status, DLOCK_OK);
+}
+
+/* ---- clients ------------------------------------------------------------------------------ */
+
+void test_client_options(redis_fixture *f, const test_client_cfg *cfg, dlock_options *o) {
+    static const test_client_cfg defaults = {0};
+    if (cfg == NULL)
+        cfg = &defaults;
+    dlock_options_init(o);
+    o->url = cfg->url != NULL ? cfg->url : redis_fixture_unix_url(f);
+    o->retry_delay_ms = cfg->retry_delay_ms > 0 ? cfg->retry_delay_ms : TEST_RETRY_DELAY_MS;
+    if (cfg->watchdog_ms > 0)
+        o->watchdog_ms = cfg->watchdog_ms;
+    if (cfg->timeout_ms > 0)
+        o->timeout_ms = cfg->timeout_ms;
+    if (cfg->connect_timeout_ms > 0)
+        o->connect_timeout_ms = cfg->connect_timeout_ms;
+    if (cfg->fair_wait_ms > 0)
+        o->fair_wait_ms = cfg->fair_wait_ms;
+    if (cfg->retry_attempts == TEST_NO_RETRY)
+        o->retry_attempts = 0;
+    else if (cfg->retry_attempts > 0)
+        o->retry_attempts = cfg->retry_attempts;
+}
+
+dlock_client *connect_client_cfg(redis_fixture *f, test_client_cfg cfg) {
+    dlock_options o;
+    test_client_options(f, &cfg, &o);
+    dlock_client *c = NULL;
+    int rc = dlock_client_new(&o, &c);
+    if (rc != DLOCK_OK)
+        fail_msg("connect %s: %s (%s)", o.url, dlock_err_name(rc), dlock_last_error());
+    return c;
+}
+
+dlock_client *connect_client(redis_fixture *f) {
+    return connect_client_cfg(f, (test_client_cfg){0});
+}
+
+/* ---- lost callbacks -------------------------------------------------------------------------- */
+
+/* One mutex for every record: callbacks run on client loop threads, readers on the test's. */
+static pthread_mutex_t lost_mu = PTHREAD_MUTEX_INITIALIZER;
+static lost_record lost_global;
+
+static void lost_note(lost_record *r, dlock_lock *l, uint64_t owner, int reason, void *arg) {
+    int64_t now_us = test_now_us();
+    pthread_mutex_lock(&lost_mu);
+    if (r->calls++ == 0) {
+        r->reason = reason;
+        r->owner = owner;
+        r->lock = l;
+        r->arg = arg;
+        r->first_us = now_us;
+        r->first_ms = now_us / 1000;
+    }
+    pthread_mutex_unlock(&lost_mu);
+}
+
+void record_lost(dlock_lock *l, uint64_t owner, int reason, void *arg) {
+    lost_note(&lost_global, l, owner, reason, arg);
+}
+
+void record_lost_in(dlock_lock *l, uint64_t owner, int reason, void *record) {
+    lost_note(record, l, owner, reason, record);
+}
+
+void lost_reset(void) {
+    pthread_mutex_lock(&lost_mu);
+    memset(&lost_global, 0, sizeof lost_global);
+    pthread_mutex_unlock(&lost_mu);
+}
+
+lost_record lost_get_in(const lost_record *r) {
+    pthread_mutex_lock(&lost_mu);
+    lost_record copy = *r;
+    pthread_mutex_unlock(&lost_mu);
+    return copy;
+}
+
+lost_record lost_get(void) {
+    return lost_get_in(&lost_global);
+}
+
+int lost_calls(void) {
+    return lost_get().calls;
+}
+
+/* ---- MONITOR ------------------------------------------------------------------------------- */
+
+redisContext *monitor_open(redis_fixture *f) {
+    redisContext *mon = redisConnectUnix(redis_fixture_socket(f));
+    assert_true(mon && mon->err == 0);
+    struct timeval tv = {.tv_sec = test_slack_ms(10000) / 1000};
+    redisSetTimeout(mon, tv);
+    redisReply *r = redisCommand(mon, "MONITOR");
+    assert_true(r && r->type == REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    return mon;
+}
+
+int monitor_count_tcp(redisContext *mon, const char *end_marker, char *names, size_t size) {
+    char marker[128];
+    snprintf(marker, sizeof(marker), "\"%s\"", end_marker);
+    int count = 0;
+    names[0] = '\0';
+    for (;;) {
+        void *m = NULL;
+        assert_int_equal(redisGetReply(mon, &m), REDIS_OK);
+        redisReply *r = m;
+        assert_int_equal(r->type, REDIS_REPLY_STATUS);
+        bool end = strstr(r->str, marker) != NULL;
+        const char *src = strstr(r->str, " 127.0.0.1:");
+        const char *cmd = src ? strstr(src, "] \"") : NULL;
+        if (!end && cmd) {
+            count++;
+            size_t used = strlen(names);
+            const char *name = cmd + 3;
+            size_t nlen = strcspn(name, "\"");
+            snprintf(names + used, size - used, "%s%.*s", used ? " " : "", (int)nlen, name);
+        }
+        freeReplyObject(r);
+        if (end)
+            return count;
+    }
+}
+
+/* ---- an application on a loop of the test's own ------------------------------------------- */
+
+static dlock_client *connect_on_loop_cfg(redis_fixture *f, struct ev_loop *loop,
+                                         const test_client_cfg *cfg) {
+    dlock_options o;
+    test_client_options(f, cfg, &o);
+    dlock_client *c = NULL;
+    ASSERT_RC(dlock_client_new_on_loop(&o, loop, &c), DLOCK_OK);
+    return c;
+}
+
+void app_open(loop_app *a, const test_client_cfg *cfg, int clients) {
+    assert_true(clients == 1 || clients == 2);
+    memset(a, 0, sizeof(*a));
+    a->f = start_server();
+    a->loop = polling_loop_new(&a->tick);
+    a->c = connect_on_loop_cfg(a->f, a->loop, cfg);
+    sync_with_client(a->loop, a->c, test_slack_ms(5000)); /* connected */
+    if (clients == 2) {
+        a->c2 = connect_on_loop_cfg(a->f, a->loop, cfg);
+        sync_with_client(a->loop, a->c2, test_slack_ms(5000));
+    }
+}
+
+void app_close(loop_app *a) {
+    /* On the loop thread a free goes through the client's queue: one round trip later it
+     * has run. */
+    dlock_lock_free(a->l);
+    dlock_semaphore_free(a->s);
+    dlock_permits_free(a->p);
+    dlock_latch_free(a->latch);
+    sync_with_client(a->loop, a->c, test_slack_ms(5000));
+    if (a->c2 != NULL) {
+        sync_with_client(a->loop, a->c2, test_slack_ms(5000));
+        ASSERT_RC(dlock_client_free(a->c2), DLOCK_OK);
+    }
+    ASSERT_RC(dlock_client_free(a->c), DLOCK_OK);
+    polling_loop_free(a->loop, &a->tick);
+    redis_fixture_stop(a->f);
+    memset(a, 0, sizeof(*a));
+}
+
+/* ---- several masters ---------------------------------------------------------------------- */
+
+void masters_start(redis_fixture **f, int n) {
+    for (int i = 0; i < n; i++)
+        f[i] = start_server();
+}
+
+void masters_stop(redis_fixture **f, int n) {
+    for (int i = 0; i < n; i++)
+        redis_fixture_stop(f[i]);
+}
+
+void masters_app_open(masters_app *a, redis_fixture **f, int n, const char *name,
+                      const test_client_cfg *cfg, bool fenced) {
+    assert_true(n > 0 && n <= MASTERS_MAX);
+    memset(a, 0, sizeof(*a));
+    a->n = n;
+    for (int i = 0; i < n; i++) {
+        dlock_options o;
+        test_client_options(f[i], cfg, &o);
+        ASSERT_RC(dlock_client_new(&o, &a->c[i]), DLOCK_OK);
+        ASSERT_RC(fenced ? dlock_fencedlock_new(a->c[i], name, &a->member[i])
+                         : dlock_lock_new(a->c[i], name, &a->member[i]),
+                  DLOCK_OK);
+    }
+    ASSERT_RC(dlock_redlock_new(a->member, (size_t)n, &a->rl), DLOCK_OK);
+}
+
+void masters_app_close(masters_app *a) {
+    dlock_lock_free(a->rl);
+    for (int i = 0; i < a->n; i++)
+        dlock_lock_free(a->member[i]);
+    for (int i = 0; i < a->n; i++)
+        ASSERT_RC(dlock_client_free(a->c[i]), DLOCK_OK);
+    memset(a, 0, sizeof(*a));
 }

@@ -8,10 +8,14 @@
  *    from the test thread, with a client on it (polling_loop_new, connect_on_loop,
  *    RUN_LOOP_UNTIL, run_loop_for, sync_with_client).
  *
- * Timing bounds: slack_ms widens a bound 10x under valgrind; core_call.h's test_slack_ms
- * widens it 20x. Each test keeps the one it always used. Polling the clock without a loop
- * (POLL_UNTIL) lives in core_call.h. Everything here fails the running cmocka test on
- * error, so a caller never checks a result. */
+ *  - clients made the same way in every test (connect_client, connect_client_cfg), the
+ *    record of lost callbacks (record_lost, lost_get), a MONITOR reader
+ *    (monitor_count_tcp), an application on a loop of the test's own (app_open) and one
+ *    over several masters (masters_app_open).
+ *
+ * Timing bounds: slack_ms and test_slack_ms are one rule, test_slack_factor() (test_util.h).
+ * Polling the clock without a loop (POLL_UNTIL) lives in core_call.h. Everything here fails
+ * the running cmocka test on error, so a caller never checks a result. */
 #ifndef DLOCK_TEST_HARNESS_H
 #define DLOCK_TEST_HARNESS_H
 
@@ -59,7 +63,7 @@
             fail_msg("%s: last error \"%s\" has no WRONGTYPE", #expr, dlock_last_error());         \
     } while (0)
 
-/* An upper time bound, widened 10x when the process runs on valgrind. */
+/* An upper time bound widened by the suite's one slack rule: test_slack_ms (test_util.h). */
 int64_t slack_ms(int64_t ms);
 
 /* ---- the server ----------------------------------------------------------------------------- */
@@ -86,6 +90,74 @@ redisContext *subscribe_to(redis_fixture *f, const char *channel);
 /* The "<client id>:<owner>" hash field under which c's owner holds a lock. */
 void owner_field(dlock_client *c, uint64_t owner, char *buf, size_t size);
 
+/* ---- clients ------------------------------------------------------------------------------ */
+
+/* What a test client changes from dlock_options_init's defaults; a zero field keeps the
+ * default. */
+typedef struct test_client_cfg {
+    const char *url; /* NULL: the fixture's unix socket URL */
+    int64_t watchdog_ms;
+    int64_t timeout_ms;
+    int64_t connect_timeout_ms;
+    int64_t fair_wait_ms;
+    int64_t retry_delay_ms; /* 0: TEST_RETRY_DELAY_MS */
+    int retry_attempts;     /* 0: the default; TEST_NO_RETRY: no resend */
+} test_client_cfg;
+
+/* A test never waits the default second to reconnect. */
+#define TEST_RETRY_DELAY_MS 100
+#define TEST_NO_RETRY (-1)
+
+/* retry_attempts for a count that may be 0. */
+static inline int test_retries(int n) {
+    return n == 0 ? TEST_NO_RETRY : n;
+}
+
+/* A client of f (or of cfg.url; f may then be NULL) with cfg applied; fails the test if it
+ * cannot connect. Free it with dlock_client_free. */
+dlock_client *connect_client_cfg(redis_fixture *f, test_client_cfg cfg);
+/* The same with every default. */
+dlock_client *connect_client(redis_fixture *f);
+/* dlock_options for a client of f (or cfg.url) with cfg applied; o.url points into f. */
+void test_client_options(redis_fixture *f, const test_client_cfg *cfg, dlock_options *o);
+
+/* ---- lost callbacks -------------------------------------------------------------------------- */
+
+/* What dlock_lock_on_lost callbacks reported. The first call sets reason, owner, lock, arg,
+ * first_ms and first_us; later calls only count. */
+typedef struct lost_record {
+    int calls;
+    int reason;
+    uint64_t owner;
+    dlock_lock *lock;
+    void *arg;
+    int64_t first_ms; /* test_now_ms() of the first call */
+    int64_t first_us;
+} lost_record;
+
+/* A dlock_lost_cb recording into the process-wide record (arg is kept in it). */
+void record_lost(dlock_lock *l, uint64_t owner, int reason, void *arg);
+/* A dlock_lost_cb recording into the lost_record arg points to (zero it before use). */
+void record_lost_in(dlock_lock *l, uint64_t owner, int reason, void *record);
+/* Clear the process-wide record. */
+void lost_reset(void);
+/* A copy of the process-wide record, or of *r. */
+lost_record lost_get(void);
+lost_record lost_get_in(const lost_record *r);
+/* lost_get().calls. */
+int lost_calls(void);
+
+/* ---- MONITOR ------------------------------------------------------------------------------- */
+
+/* A plain connection to f in MONITOR mode; redisFree it. */
+redisContext *monitor_open(redis_fixture *f);
+
+/* Reads a MONITOR stream up to the line of `ECHO end_marker` and counts the commands that
+ * came from TCP connections (a client on the fixture's TCP port; the fixture and clients on
+ * the unix socket, and commands run by scripts ("lua"), are not counted). Their names go to
+ * names, space separated. */
+int monitor_count_tcp(redisContext *mon, const char *end_marker, char *names, size_t size);
+
 /* ---- the async face: a loop of the test's own ----------------------------------------------- */
 
 /* A new loop with tick started on it: a 2 ms timer that keeps EVRUN_ONCE from blocking for
@@ -110,5 +182,47 @@ void run_loop_for(struct ev_loop *loop, int64_t ms);
 /* One round trip through c (a ping) on loop, within timeout_ms: everything submitted
  * before it has started. */
 void sync_with_client(struct ev_loop *loop, dlock_client *c, int64_t timeout_ms);
+
+/* An application on a loop of the test's own: a fresh server, the polling loop, one or two
+ * clients on it (connected when app_open returns), and the handles a test opens on them,
+ * which app_close frees (NULL ones are skipped) before the clients, the loop and the
+ * server. */
+typedef struct loop_app {
+    redis_fixture *f;
+    struct ev_loop *loop;
+    ev_timer tick; /* keeps EVRUN_ONCE from blocking for long while the test polls */
+    dlock_client *c;
+    dlock_client *c2; /* NULL unless opened with two clients */
+    dlock_lock *l;
+    dlock_semaphore *s;
+    dlock_permits *p;
+    dlock_latch *latch;
+} loop_app;
+
+/* cfg NULL: the defaults; clients: 1 or 2. */
+void app_open(loop_app *a, const test_client_cfg *cfg, int clients);
+void app_close(loop_app *a);
+
+/* ---- several masters (RedLock) ------------------------------------------------------------ */
+
+#define MASTERS_MAX 8
+
+void masters_start(redis_fixture **f, int n);
+void masters_stop(redis_fixture **f, int n);
+
+/* One application's view of n masters: a client on each, a member lock `name` on each
+ * client (fenced or plain) and the RedLock over them. */
+typedef struct masters_app {
+    int n;
+    dlock_client *c[MASTERS_MAX];
+    dlock_lock *member[MASTERS_MAX];
+    dlock_lock *rl;
+} masters_app;
+
+/* cfg NULL: the defaults. */
+void masters_app_open(masters_app *a, redis_fixture **f, int n, const char *name,
+                      const test_client_cfg *cfg, bool fenced);
+/* Frees the RedLock, then the members, then the clients. */
+void masters_app_close(masters_app *a);
 
 #endif

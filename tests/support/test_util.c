@@ -20,8 +20,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define VALGRIND_BUDGET_FACTOR 10
-
 static struct {
     pthread_mutex_t mu;
     pthread_cond_t cv; /* CLOCK_MONOTONIC */
@@ -31,7 +29,7 @@ static struct {
     bool shutdown;
     bool armed;
     int64_t deadline_ms;
-    char budget_text[64]; /* "30 s", "300 s (30 s x10 under valgrind)" */
+    char budget_text[64]; /* "60.0 s (30 s x2 slack)", "1.500 s" */
     char what[256];
 } watchdog = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
@@ -86,6 +84,35 @@ bool test_under_valgrind(void) {
         return true;
     const char *preload = getenv("LD_PRELOAD");
     return preload != NULL && strstr(preload, "vgpreload") != NULL;
+}
+
+/* A sanitizer build of the support code is a sanitizer build of the test. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SANITIZED_BUILD 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SANITIZED_BUILD 1
+#endif
+#endif
+#ifndef SANITIZED_BUILD
+#define SANITIZED_BUILD 0
+#endif
+
+double test_slack_factor(void) {
+    const char *env = getenv("DLOCK_TEST_SLACK");
+    if (env != NULL && *env != '\0') {
+        char *end = NULL;
+        double factor = strtod(env, &end);
+        if (end != env && *end == '\0' && factor >= 1.0 && factor <= 1000.0)
+            return factor;
+    }
+    if (test_under_valgrind())
+        return 20.0;
+    return SANITIZED_BUILD ? 3.0 : 2.0;
+}
+
+int64_t test_slack_ms(int64_t ms) {
+    return (int64_t)((double)ms * test_slack_factor());
 }
 
 /* ---- watchdog ----------------------------------------------------------------------------- */
@@ -206,15 +233,11 @@ static void watchdog_arm(int64_t budget_ms, const char *budget_text, const char 
 
 void test_watchdog_arm(unsigned seconds, const char *what) {
     char text[64];
-    int64_t budget_s = seconds;
-    if (test_under_valgrind()) {
-        budget_s *= VALGRIND_BUDGET_FACTOR;
-        snprintf(text, sizeof text, "%lld s (%u s x%d under valgrind)", (long long)budget_s,
-                 seconds, VALGRIND_BUDGET_FACTOR);
-    } else {
-        snprintf(text, sizeof text, "%u s", seconds);
-    }
-    watchdog_arm(budget_s * 1000, text, what);
+    double factor = test_slack_factor();
+    int64_t budget_ms = (int64_t)((double)seconds * 1000.0 * factor);
+    snprintf(text, sizeof text, "%.1f s (%u s x%g slack)", (double)budget_ms / 1000.0, seconds,
+             factor);
+    watchdog_arm(budget_ms, text, what);
 }
 
 void test_watchdog_arm_exact_ms(int64_t ms, const char *what) {

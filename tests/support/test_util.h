@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 /* Arm the hang guard of the calling process: if test_watchdog_disarm() or another arm does
- * not come first, after `seconds` (x10 when test_under_valgrind()) it prints
+ * not come first, after `seconds` (times test_slack_factor()) it prints
  * "TEST HANG: <what> did not finish within N s" on stderr, SIGKILLs every redis_fixture
  * server of this process and _exit(1)s. Arming again replaces the deadline and the text
  * (`what` is copied). Runs on a helper thread, so it needs no signal and fires even while
@@ -44,5 +44,14 @@ _Noreturn void test_child_exit(int status);
 /* true when DLOCK_TEST_SCALE < 1 or the process runs on valgrind (LD_PRELOAD holds
  * vgpreload): timing budgets should then be generous. */
 bool test_under_valgrind(void);
+
+/* The one slack rule of the suite: how much wider than on a quiet machine an upper timing
+ * bound is (a budget to wait for a state, the most a call may take, a watchdog budget).
+ * $DLOCK_TEST_SLACK (a number >= 1) when set; else 20 under valgrind (test_under_valgrind()),
+ * 3 in a sanitizer build, 2 otherwise (a loaded 2-core machine beside another `make test`).
+ * Lower bounds (a call took at least its wait) are never widened. */
+double test_slack_factor(void);
+/* ms widened by test_slack_factor(). */
+int64_t test_slack_ms(int64_t ms);
 
 #endif /* DLOCK_TEST_UTIL_H */
