@@ -34,7 +34,7 @@ enum {
     CLI_EXIT_SOFTWARE = 70,     /* internal error: out of memory, an unexpected library code */
     CLI_EXIT_TIMEOUT = 73,      /* not obtained within --wait */
     CLI_EXIT_LOST = 75,         /* the lease was lost while the command ran */
-    CLI_EXIT_NOPERM = 77,       /* AUTH refused, or an ACL forbids a command or key */
+    CLI_EXIT_NOPERM = 77,       /* AUTH refused, or an ACL forbids a command, key, channel */
     CLI_EXIT_CANNOT_EXEC = 126, /* run: COMMAND found but not executable */
     CLI_EXIT_NOT_FOUND = 127,   /* run: COMMAND not found */
 };
@@ -54,6 +54,11 @@ extern const char *cli_command; /* "run", "inspect", ...: for messages */
 
 /* The URL in force: --url, else $DLOCK_URL, else the library's default. */
 const char *cli_url(void);
+
+/* url as the tool may print it: the library's masking (src/core/url.c, linked statically)
+ * puts *** where a password was. Every URL the tool shows goes through it. */
+#define CLI_URL_SHOWN_MAX 512
+const char *dlock__url_masked(const char *url, char *buf, size_t size);
 
 /* Makes the blocking-face client from the global settings. On failure prints why and
  * returns the exit code (69, 77, 64); 0 and *out on success. */

@@ -405,7 +405,7 @@ static int acquire_failed(const run_opts *o, const run_state *st, int status) {
             cli_error("%s: not obtained within %lld ms", o->name, (long long)o->wait_ms);
         return CLI_EXIT_TIMEOUT;
     }
-    if (st->acquire_detail[0])
+    if (st->acquire_detail[0] && strcmp(st->acquire_detail, dlock_strerror(status)) != 0)
         cli_error("%s: %s (%s)", o->name, dlock_strerror(status), st->acquire_detail);
     else
         cli_error("%s: %s", o->name, dlock_strerror(status));

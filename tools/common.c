@@ -62,6 +62,7 @@ int cli_exit_code(int rc) {
     case DLOCK_ECONN:
         return CLI_EXIT_UNAVAILABLE;
     case DLOCK_EAUTH:
+    case DLOCK_ENOPERM:
         return CLI_EXIT_NOPERM;
     case DLOCK_EREDIS:
         if (strstr(detail, "WRONGTYPE"))
@@ -76,7 +77,7 @@ int cli_exit_code(int rc) {
 
 int cli_fail(int rc, const char *what) {
     const char *detail = dlock_last_error();
-    if (detail && detail[0])
+    if (detail && detail[0] && strcmp(detail, dlock_strerror(rc)) != 0)
         cli_error("%s: %s (%s)", what, dlock_strerror(rc), detail);
     else
         cli_error("%s: %s", what, dlock_strerror(rc));
@@ -114,8 +115,9 @@ int cli_connect(dlock_client **out) {
     int rc = dlock_client_new(&o, out);
     if (rc == DLOCK_OK)
         return CLI_EXIT_OK;
-    char what[300];
-    snprintf(what, sizeof(what), "cannot connect to %s", cli_url());
+    char shown[CLI_URL_SHOWN_MAX], what[CLI_URL_SHOWN_MAX + 32];
+    snprintf(what, sizeof(what), "cannot connect to %s",
+             dlock__url_masked(cli_url(), shown, sizeof(shown)));
     if (rc == DLOCK_EINVAL)
         return cli_usage_error("%s: %s", what, dlock_last_error());
     return cli_fail(rc, what);

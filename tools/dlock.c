@@ -46,7 +46,8 @@ const char cli_exit_codes_help[] =
     "  70       internal error\n"
     "  73       not obtained within --wait (lock, permits, latch await)\n"
     "  75       run: the lease was lost while COMMAND ran; COMMAND was terminated\n"
-    "  77       Redis refused the credentials, or an ACL forbids a command or key\n"
+    "  77       Redis refused the credentials, or an ACL forbids a command, key or\n"
+    "           channel\n"
     "  126/127  run: COMMAND is not executable / was not found\n"
     "  128+N    run: COMMAND was killed by signal N (dlock itself too, while waiting)\n";
 

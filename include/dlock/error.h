@@ -25,7 +25,8 @@ extern "C" {
     X(ECANCELED, -9, "operation canceled")                                                         \
     X(ECLOSED, -10, "client is closed")                                                            \
     X(EBUSY, -11, "object is busy")                                                                \
-    X(EDEADLK, -12, "blocking call on the client's loop thread")
+    X(EDEADLK, -12, "blocking call on the client's loop thread")                                   \
+    X(ENOPERM, -13, "Redis ACL denies this user a command, key or channel")
 
 typedef enum dlock_errno {
     DLOCK_OK = 0,

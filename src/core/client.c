@@ -95,6 +95,39 @@ const char *dlock__client_endpoint(const dlock_client *c) { return c->endpoint_k
 
 const char *dlock_client_id(const dlock_client *c) { return c ? c->id : ""; }
 
+/* The ACL pattern that grants channel and its siblings: the prefix before the name in
+ * braces ("redisson_lock__channel:{a}" -> "redisson_lock__channel:*"), else the channel. */
+static void channel_grant(const char *channel, char *buf, size_t size) {
+    const char *brace = strchr(channel, '{');
+    if (brace)
+        snprintf(buf, size, "&%.*s*", (int)(brace - channel), channel);
+    else
+        snprintf(buf, size, "&%s", channel);
+}
+
+void dlock__noperm_text(const dlock_client *c, const char *server_text, const char *channel,
+                        char *buf, size_t size) {
+    const char *user = c->endpoint.user ? c->endpoint.user : "default";
+    char grant[160];
+    if (channel) {
+        channel_grant(channel, grant, sizeof(grant));
+        snprintf(buf, size,
+                 "the ACL of user '%s' denies channel %s (NOPERM); grant it: ACL SETUSER %s %s "
+                 "(or allchannels)",
+                 user, channel, user, grant);
+        return;
+    }
+    const char *text = server_text ? server_text : "NOPERM";
+    /* a script's refusal ends with "script: <sha>, on @user_script:<line>.": noise here */
+    const char *noise = strstr(text, " script: ");
+    int text_len = noise ? (int)(noise - text) : (int)strlen(text);
+    const char *what = strstr(text, "channel") ? "allchannels (or &redisson_*)"
+                       : strstr(text, "key")   ? "~<the keys of the object>"
+                                               : "+<the command> (dlock needs +@scripting)";
+    snprintf(buf, size, "the ACL of user '%s' refused: %.*s; grant it: ACL SETUSER %s %s", user,
+             text_len, text, user, what);
+}
+
 /* ---- options ---------------------------------------------------------------------------- */
 
 /* Copies the caller's options over the defaults (only the fields its `size` covers, so a

@@ -113,11 +113,15 @@ static void finish(dlock__conn *conn, dlock__cmd *cmd, int status, const redisRe
     dlock__free(cmd);
 }
 
+/* The server refused the handshake in a way that lasts until someone changes its
+ * configuration: our credentials, or the ACL denies a command the handshake sends. */
+static bool permanent(int err) { return err == DLOCK_EAUTH || err == DLOCK_ENOPERM; }
+
 /* The status for a command that cannot be sent or answered because of the link. */
 static int link_status(const dlock__conn *conn) {
     if (conn->closing)
         return DLOCK_ECANCELED;
-    return conn->link.last_error == DLOCK_EAUTH ? DLOCK_EAUTH : DLOCK_ECONN;
+    return permanent(conn->link.last_error) ? conn->link.last_error : DLOCK_ECONN;
 }
 
 /* ---- sending ---------------------------------------------------------------------------- */
@@ -196,6 +200,12 @@ static void flush_pending(dlock__conn *conn) {
     arm_deadline(conn);
 }
 
+/* The server's ACL refused the command, or a command a script ran: "NOPERM ...", or in a
+ * script (Redis 7.0) "ERR The user executing the script can't publish to the channel ...". */
+static bool acl_refusal(const char *text) {
+    return strncmp(text, "NOPERM", 6) == 0 || strstr(text, "user executing the script can't");
+}
+
 static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
     (void)privdata;
     dlock__link *link = ac->data;
@@ -215,7 +225,9 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
             finish(conn, cmd, DLOCK_ECONN, NULL);
         return;
     }
-    int status = reply->type == REDIS_REPLY_ERROR ? DLOCK_EREDIS : DLOCK_OK;
+    int status = DLOCK_OK;
+    if (reply->type == REDIS_REPLY_ERROR)
+        status = acl_refusal(reply->str) ? DLOCK_ENOPERM : DLOCK_EREDIS;
     finish(conn, cmd, status, reply);
 }
 
@@ -283,11 +295,11 @@ static void on_down(dlock__link *link, int err) {
         conn->pending.head = retry.head;
         conn->pending.count += retry.count;
     }
-    if (err == DLOCK_EAUTH) {
-        /* The server will keep refusing until someone fixes the credentials: do not make
-         * callers wait for their give-up time. */
+    if (permanent(err)) {
+        /* The server will keep refusing until someone fixes the credentials or the ACL: do
+         * not make callers wait for their give-up time. */
         while ((cmd = queue_pop(&conn->pending)))
-            finish(conn, cmd, DLOCK_EAUTH, NULL);
+            finish(conn, cmd, err, NULL);
     }
     conn->reconnects++;
     dlock__timer_stop(&c->sched, &conn->deadline_timer);
@@ -373,9 +385,22 @@ int dlock__script(dlock_client *c, enum dlock__script_id script, unsigned flags,
 int dlock__reply_sends(const dlock_client *c) { return c->conn.reply_sends; }
 
 int dlock__op_fail_reply(dlock__op *op, int status, const dlock__reply *reply) {
-    if (status == DLOCK_EREDIS && reply && reply->str)
-        return dlock__op_fail(op, status, "%s", reply->str);
     dlock_client *c = op->client;
+    const char *server_text = reply && reply->type == REDIS_REPLY_ERROR ? reply->str : NULL;
+    if (status == DLOCK_ENOPERM) {
+        /* from a command's reply, the command link's handshake, or (no reply and the command
+         * link fine) a refused SUBSCRIBE of a wait */
+        char text[sizeof(op->error_text)];
+        if (!server_text && c->conn.link.last_error == DLOCK_ENOPERM)
+            server_text = c->conn.link.last_error_text;
+        if (server_text)
+            dlock__noperm_text(c, server_text, NULL, text, sizeof(text));
+        else
+            snprintf(text, sizeof(text), "%s", c->pubsub.refused_text);
+        return dlock__op_fail(op, status, "%s", text[0] ? text : dlock_strerror(status));
+    }
+    if (status == DLOCK_EREDIS && server_text)
+        return dlock__op_fail(op, status, "%s", server_text);
     if ((status == DLOCK_ECONN || status == DLOCK_EAUTH) && c->conn.link.last_error_text[0])
         return dlock__op_fail(op, status, "%s", c->conn.link.last_error_text);
     return dlock__op_fail(op, status, "%s", dlock_strerror(status));

@@ -32,6 +32,16 @@ typedef struct dlock__endpoint {
 int dlock__url_parse(const char *url, dlock__endpoint *ep, char *err, size_t errlen);
 void dlock__endpoint_free(dlock__endpoint *ep);
 
+/* url as it may be printed or logged: the password in userinfo and any password= query
+ * value replaced by "***" (userinfo without a ':' too: some clients read it as a
+ * password). Works on any string, a malformed URL included; truncated to fit buf.
+ * Returns buf. The one function through which the library and the tool show a URL. */
+const char *dlock__url_masked(const char *url, char *buf, size_t size);
+
+/* "host:port" ("[v6]:port") or "unix socket /path": where ep connects, never its
+ * credentials. Returns buf. */
+const char *dlock__endpoint_describe(const dlock__endpoint *ep, char *buf, size_t size);
+
 /* ---- the scheduler (sched.c) ------------------------------------------------------------ */
 
 /* Every timer of a client lives in one binary heap driven by one ev_timer. Timers due at
@@ -75,7 +85,9 @@ struct dlock__link {
     enum dlock__link_state state;
     bool select_db;   /* SELECT on connect (the command link) */
     int handshake_pending;
-    int failures; /* consecutive failed attempts: the backoff exponent */
+    int failures; /* consecutive failed attempts (a ready link dropping counts): the
+                     backoff exponent, back to 0 only for a link that stayed up long */
+    int64_t ready_ms; /* when the link last became ready */
     int last_error;
     char last_error_text[200];
     dlock__timer timer; /* connect timeout, or the backoff delay */
@@ -132,10 +144,23 @@ typedef struct dlock__pubsub {
     dlock__link link;
     dlock__map channels; /* name -> struct channel */
     bool started;
+    uint64_t subscribes_sent; /* orders the SUBSCRIBEs in flight: the refused one is the oldest */
+    char refused_text[256];   /* the last refused SUBSCRIBE, for dlock_last_error() */
 } dlock__pubsub;
 
 void dlock__pubsub_init(dlock__pubsub *ps, dlock_client *c);
 void dlock__pubsub_close(dlock__pubsub *ps);
+
+/* DLOCK_ENOPERM when the server refused l's channel (the ACL denies it to our user):
+ * listeners get on_ready then, and find this. A refusal is not retried while the channel
+ * has listeners; once the last leaves, the next listener asks the server again.
+ * DLOCK_OK otherwise. */
+int dlock__listener_error(const dlock__listener *l);
+
+/* The text of a permission error for dlock_last_error(): what the server said (server_text,
+ * may be NULL), the user, the channel (may be NULL) and what to grant. */
+void dlock__noperm_text(const dlock_client *c, const char *server_text, const char *channel,
+                        char *buf, size_t size);
 
 /* ---- the waiting engine (wait.c) -------------------------------------------------------- */
 

@@ -19,7 +19,9 @@
 
 /* Backoff after k consecutive failed attempts: retry_delay_ms * 2^(k-1), at most 8x, then
  * a random point in its upper half so that many clients cut off together do not come
- * back together. The first attempt after a ready link drops goes out at once. */
+ * back together. Every reconnect waits for it, the first after a drop too: a server that
+ * accepts a connection and drops it once it is used (a refused SUBSCRIBE, a proxy whose
+ * backend is down) would otherwise be reconnected to in a tight loop. */
 static int64_t backoff_ms(const dlock__link *link) {
     int64_t base = link->client->opts.retry_delay_ms;
     int shift = link->failures - 1 < 3 ? link->failures - 1 : 3;
@@ -29,10 +31,18 @@ static int64_t backoff_ms(const dlock__link *link) {
     return d / 2 + (int64_t)(dlock__random_u64() % (uint64_t)(d / 2 + 1));
 }
 
+/* How long a ready link must stay up before its drop counts as a first failure again:
+ * the longest backoff. A link that drops sooner keeps climbing the backoff. */
+static int64_t stable_ms(const dlock__link *link) {
+    return link->client->opts.retry_delay_ms << 3;
+}
+
 static void set_error(dlock__link *link, int err, const char *why) {
+    char where[160];
+    dlock__endpoint_describe(&link->client->endpoint, where, sizeof(where));
     link->last_error = err;
-    snprintf(link->last_error_text, sizeof(link->last_error_text), "%s connection: %s",
-             link->role, why);
+    snprintf(link->last_error_text, sizeof(link->last_error_text), "%s connection to %s: %s",
+             link->role, where, why);
 }
 
 /* Frees the hiredis context now (never from inside one of its callbacks). */
@@ -45,31 +55,26 @@ static void drop_context(dlock__link *link) {
     redisAsyncFree(ac);
 }
 
-static void go_down(dlock__link *link, int err, const char *why, int64_t delay_ms) {
+/* An attempt failed (refused, timed out, handshake refused), or a ready link dropped:
+ * tear it down and reconnect after the backoff. */
+static void attempt_failed(dlock__link *link, int err, const char *why) {
+    if (link->failures < 4) /* the backoff stops growing at the fourth */
+        link->failures++;
     set_error(link, err, why);
     dlock__log(link->client, DLOCK_LOG_WARN, "%s", link->last_error_text);
     drop_context(link);
     link->state = LINK_BACKOFF;
-    dlock__timer_start(&link->client->sched, &link->timer, delay_ms);
+    dlock__timer_start(&link->client->sched, &link->timer, backoff_ms(link));
     if (link->on_down)
         link->on_down(link, err);
-}
-
-/* A connect attempt failed (refused, timed out, handshake refused). */
-static void attempt_failed(dlock__link *link, int err, const char *why) {
-    link->failures++;
-    go_down(link, err, why, backoff_ms(link));
 }
 
 void dlock__link_fail(dlock__link *link, int err, const char *why) {
     if (link->state == LINK_CLOSED || link->state == LINK_BACKOFF || link->state == LINK_IDLE)
         return;
-    if (link->state == LINK_READY) {
-        link->failures = 0;
-        go_down(link, err, why, 0);
-    } else {
-        attempt_failed(link, err, why);
-    }
+    if (link->state == LINK_READY && dlock__now_ms() - link->ready_ms >= stable_ms(link))
+        link->failures = 0; /* it had proven itself: start the backoff from its first step */
+    attempt_failed(link, err, why);
 }
 
 static void on_timer(dlock__timer *t, void *arg) {
@@ -113,7 +118,7 @@ void dlock__link_fail_later(dlock__link *link, int err, const char *why) {
 static void become_ready(dlock__link *link) {
     dlock__timer_stop(&link->client->sched, &link->timer);
     link->state = LINK_READY;
-    link->failures = 0;
+    link->ready_ms = dlock__now_ms(); /* failures stay until the link proves stable */
     link->last_error = DLOCK_OK;
     link->last_error_text[0] = '\0';
     dlock__log(link->client, DLOCK_LOG_INFO, "%s connection ready", link->role);
@@ -132,9 +137,13 @@ static bool starts_with(const char *s, const char *prefix) {
 
 void dlock__link_handshake_error(dlock__link *link, const redisReply *reply) {
     const char *text = reply && reply->str ? reply->str : "no reply";
+    /* "ERR AUTH <password> called without any password configured ...": the server wants
+     * no password, so the credentials are what is wrong (Redis names no password in it) */
     bool refused = starts_with(text, "WRONGPASS") || starts_with(text, "NOAUTH") ||
-                   strstr(text, "invalid password") || strstr(text, "invalid username");
-    dlock__link_fail_later(link, refused ? DLOCK_EAUTH : DLOCK_EREDIS, text);
+                   strstr(text, "invalid password") || strstr(text, "invalid username") ||
+                   strstr(text, "without any password configured");
+    int err = refused ? DLOCK_EAUTH : starts_with(text, "NOPERM") ? DLOCK_ENOPERM : DLOCK_EREDIS;
+    dlock__link_fail_later(link, err, text);
 }
 
 static void on_handshake_reply(redisAsyncContext *ac, void *r, void *privdata) {
@@ -188,8 +197,11 @@ static void on_disconnect(const redisAsyncContext *cac, int status) {
     /* hiredis frees the context after this callback */
     link->ac = NULL;
     ((redisAsyncContext *)cac)->data = NULL;
-    dlock__link_fail(link, DLOCK_ECONN,
-                     cac->errstr[0] ? cac->errstr : "connection closed by the server");
+    /* hiredis drops the connection on an error reply that no command waits for: on the
+     * subscriber connection that is a refused SUBSCRIBE (NOPERM), which pubsub.c's on_down
+     * tells its channel */
+    int err = starts_with(cac->errstr, "NOPERM") ? DLOCK_ENOPERM : DLOCK_ECONN;
+    dlock__link_fail(link, err, cac->errstr[0] ? cac->errstr : "connection closed by the server");
 }
 
 void dlock__link_init(dlock__link *link, dlock_client *c, const char *role) {

@@ -11,12 +11,20 @@
  * table never sees a SUBSCRIBE overtaken by an older UNSUBSCRIBE. When the connection
  * drops, every channel with listeners goes back to IDLE and is subscribed again once the
  * connection is back; its listeners then get on_ready again: messages may have been lost
- * meanwhile, and on_ready is their cue to look at the object afresh. */
+ * meanwhile, and on_ready is their cue to look at the object afresh.
+ *
+ * A SUBSCRIBE the server refuses (NOPERM: the user's ACL lacks the channel, as Redis 7
+ * gives new users by default) is permanent: the channel goes to REFUSED and its listeners
+ * get on_ready with dlock__listener_error() saying so; nothing asks again while they stay.
+ * hiredis answers such a refusal by dropping the connection (an error reply no callback
+ * waits for), so the link reconnects after its backoff and the other channels are
+ * subscribed again. Each channel goes in a SUBSCRIBE of its own, numbered as it leaves:
+ * the refused one is then the oldest still unconfirmed. */
 #include <string.h>
 
 #include "core.h"
 
-enum channel_state { CH_IDLE, CH_SUBSCRIBING, CH_ACTIVE, CH_UNSUBSCRIBING };
+enum channel_state { CH_IDLE, CH_SUBSCRIBING, CH_ACTIVE, CH_UNSUBSCRIBING, CH_REFUSED };
 
 typedef struct channel {
     char *name;
@@ -24,10 +32,8 @@ typedef struct channel {
     enum channel_state state;
     dlock__listener *listeners;
     size_t nlisteners;
+    uint64_t subscribe_seq; /* which SUBSCRIBE of the connection asked for it */
 } channel;
-
-/* Channels per SUBSCRIBE command when many are (re)subscribed at once. */
-#define SUBSCRIBE_BATCH 500
 
 static dlock__pubsub *pubsub_of(dlock__link *link) {
     return DLOCK__CONTAINER_OF(link, dlock__pubsub, link);
@@ -41,31 +47,21 @@ static void channel_free(dlock__pubsub *ps, channel *ch) {
     dlock__free(ch);
 }
 
-static void send_batch(dlock__pubsub *ps, const char *verb, channel **chs, size_t n) {
-    if (n == 0 || !ps->link.ac || ps->link.state != LINK_READY)
+static void send_one(dlock__pubsub *ps, const char *verb, channel *ch) {
+    if (!ps->link.ac || ps->link.state != LINK_READY)
         return;
-    const char **argv = dlock__malloc(sizeof(*argv) * (n + 1));
-    size_t *lens = dlock__malloc(sizeof(*lens) * (n + 1));
-    if (argv && lens) {
-        argv[0] = verb;
-        lens[0] = strlen(verb);
-        for (size_t i = 0; i < n; i++) {
-            argv[i + 1] = chs[i]->name;
-            lens[i + 1] = chs[i]->len;
-        }
-        redisAsyncCommandArgv(ps->link.ac, on_sub_reply, ps, (int)n + 1, argv, lens);
-    } else {
-        dlock__link_fail_later(&ps->link, DLOCK_ECONN, "out of memory subscribing");
-    }
-    dlock__free(argv);
-    dlock__free(lens);
+    const char *argv[2] = {verb, ch->name};
+    size_t lens[2] = {strlen(verb), ch->len};
+    if (redisAsyncCommandArgv(ps->link.ac, on_sub_reply, ps, 2, argv, lens) != REDIS_OK)
+        dlock__link_fail_later(&ps->link, DLOCK_ECONN, "cannot send (out of memory?)");
 }
 
 static void subscribe_one(dlock__pubsub *ps, channel *ch) {
     if (ps->link.state != LINK_READY)
         return; /* on_ready subscribes every IDLE channel */
     ch->state = CH_SUBSCRIBING;
-    send_batch(ps, "SUBSCRIBE", &ch, 1);
+    ch->subscribe_seq = ++ps->subscribes_sent;
+    send_one(ps, "SUBSCRIBE", ch);
 }
 
 static void notify_ready(channel *ch) {
@@ -137,9 +133,7 @@ static void on_ready(dlock__link *link) {
     dlock__map_each(&ps->channels, collect_idle, &cursor);
     size_t count = (size_t)(cursor - all);
     for (size_t i = 0; i < count; i++)
-        all[i]->state = CH_SUBSCRIBING;
-    for (size_t i = 0; i < count; i += SUBSCRIBE_BATCH)
-        send_batch(ps, "SUBSCRIBE", all + i, count - i < SUBSCRIBE_BATCH ? count - i : SUBSCRIBE_BATCH);
+        subscribe_one(ps, all[i]);
     dlock__free(all);
 }
 
@@ -166,13 +160,41 @@ static void each_channel(dlock__pubsub *ps, void (*fn)(dlock__pubsub *ps, channe
 static void reset_channel(dlock__pubsub *ps, channel *ch) {
     if (ch->nlisteners == 0)
         channel_free(ps, ch);
-    else
+    else if (ch->state != CH_REFUSED)
         ch->state = CH_IDLE;
 }
 
+static void find_oldest_subscribing(const char *key, void *value, void *arg) {
+    (void)key;
+    channel *ch = value, **oldest = arg;
+    if (ch->state == CH_SUBSCRIBING && (!*oldest || ch->subscribe_seq < (*oldest)->subscribe_seq))
+        *oldest = ch;
+}
+
+/* The server refused a SUBSCRIBE: Redis answers in order, so it is the oldest one not yet
+ * confirmed. Its listeners hear it (they leave, and the channel goes with the last). */
+static void refuse_oldest(dlock__pubsub *ps) {
+    channel *ch = NULL;
+    dlock__map_each(&ps->channels, find_oldest_subscribing, &ch);
+    if (!ch)
+        return;
+    const char *server_text = strstr(ps->link.last_error_text, "NOPERM");
+    dlock__noperm_text(ps->link.client, server_text, ch->name, ps->refused_text,
+                       sizeof(ps->refused_text));
+    dlock__log(ps->link.client, DLOCK_LOG_ERROR, "%s", ps->refused_text);
+    ch->state = CH_REFUSED;
+    ch->nlisteners++; /* held while its listeners run: one leaving may not free it */
+    notify_ready(ch);
+    ch->nlisteners--;
+    if (ch->nlisteners == 0)
+        channel_free(ps, ch);
+}
+
 static void on_down(dlock__link *link, int err) {
-    (void)err;
-    each_channel(pubsub_of(link), reset_channel);
+    dlock__pubsub *ps = pubsub_of(link);
+    if (err == DLOCK_ENOPERM)
+        refuse_oldest(ps);
+    each_channel(ps, reset_channel);
 }
 
 static void on_handshake_pong(redisAsyncContext *ac, void *r, void *privdata) {
@@ -263,7 +285,7 @@ void dlock__unlisten(dlock_client *c, dlock__listener *l) {
     dlock__pubsub *ps = &c->pubsub;
     if ((ch->state == CH_ACTIVE || ch->state == CH_SUBSCRIBING) && ps->link.state == LINK_READY) {
         ch->state = CH_UNSUBSCRIBING;
-        send_batch(ps, "UNSUBSCRIBE", &ch, 1);
+        send_one(ps, "UNSUBSCRIBE", ch);
     } else if (ch->state != CH_UNSUBSCRIBING) {
         channel_free(ps, ch);
     }
@@ -272,4 +294,9 @@ void dlock__unlisten(dlock_client *c, dlock__listener *l) {
 bool dlock__listener_ready(const dlock__listener *l) {
     const channel *ch = l->channel;
     return ch && ch->state == CH_ACTIVE;
+}
+
+int dlock__listener_error(const dlock__listener *l) {
+    const channel *ch = l->channel;
+    return ch && ch->state == CH_REFUSED ? DLOCK_ENOPERM : DLOCK_OK;
 }

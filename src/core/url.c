@@ -219,3 +219,75 @@ void dlock__endpoint_free(dlock__endpoint *ep) {
     dlock__free(ep->password);
     memset(ep, 0, sizeof(*ep));
 }
+
+/* ---- showing a URL or an endpoint ----------------------------------------------------- */
+
+typedef struct text_out {
+    char *buf;
+    size_t size, len;
+} text_out;
+
+/* Appends s[0..n), as much as fits; buf stays NUL-terminated. */
+static void put(text_out *o, const char *s, size_t n) {
+    size_t room = o->size - 1 - o->len;
+    if (n > room)
+        n = room;
+    memcpy(o->buf + o->len, s, n);
+    o->len += n;
+    o->buf[o->len] = '\0';
+}
+
+#define MASK "***"
+
+/* Copies s (the part after any userinfo) with every password= query value masked. */
+static void put_query_masked(text_out *o, const char *s) {
+    bool in_query = false;
+    while (*s) {
+        bool param_start = in_query && (s[-1] == '?' || s[-1] == '&');
+        if (param_start && strncmp(s, "password=", 9) == 0) {
+            put(o, s, 9);
+            put(o, MASK, strlen(MASK));
+            s += 9 + strcspn(s + 9, "&");
+            continue;
+        }
+        if (*s == '?')
+            in_query = true;
+        put(o, s, 1);
+        s++;
+    }
+}
+
+const char *dlock__url_masked(const char *url, char *buf, size_t size) {
+    if (size == 0)
+        return buf;
+    text_out o = {buf, size, 0};
+    buf[0] = '\0';
+    if (!url)
+        return buf;
+    const char *scheme_end = strstr(url, "://");
+    const char *auth = scheme_end ? scheme_end + 3 : url;
+    /* userinfo ends at the last '@' (a mistyped password may hold a raw '@', '/' or '?'
+     * where the parser stops short); a unix:// URL has a path where the authority would
+     * be, and its credentials in the query */
+    const char *at = *auth != '/' ? strrchr(auth, '@') : NULL;
+    if (!at) {
+        put_query_masked(&o, url);
+        return buf;
+    }
+    const char *colon = memchr(auth, ':', (size_t)(at - auth));
+    const char *keep_end = colon ? colon + 1 : auth; /* the user, if there is a ':' */
+    put(&o, url, (size_t)(keep_end - url));
+    put(&o, MASK, strlen(MASK));
+    put_query_masked(&o, at);
+    return buf;
+}
+
+const char *dlock__endpoint_describe(const dlock__endpoint *ep, char *buf, size_t size) {
+    if (ep->is_unix)
+        snprintf(buf, size, "unix socket %s", ep->path);
+    else if (strchr(ep->host, ':'))
+        snprintf(buf, size, "[%s]:%d", ep->host, ep->port);
+    else
+        snprintf(buf, size, "%s:%d", ep->host, ep->port);
+    return buf;
+}

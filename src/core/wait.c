@@ -23,7 +23,12 @@
  * answer is in, it attempts again instead of sleeping. Redis writes a PUBLISH caused by a
  * release to the subscriber connection after it answered every command it ran before that
  * release, so a message not yet seen when "busy" arrives is still on its way to a waiter
- * that is by then in the queue. */
+ * that is by then in the queue.
+ *
+ * A subscription the server refuses (the user's ACL lacks the channel) ends every wait on
+ * the queue with DLOCK_ENOPERM at once, as the next waiter to join it: without messages a
+ * wait could only poll until its deadline. A waiter whose attempt is in flight ends when the
+ * attempt answers "busy" (it may also have got the object). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,6 +44,7 @@ typedef struct wait_queue {
     size_t count;
     uint64_t events;  /* messages, kicks and (re)confirmations seen */
     int dispatching;  /* > 0 while the queue walks its waiters: do not free it */
+    int error;        /* DLOCK_ENOPERM once the subscription was refused, else DLOCK_OK */
 } wait_queue;
 
 static void attempt(dlock__waiter *w);
@@ -93,8 +99,29 @@ static void queue_refresh(wait_queue *q) {
     queue_release_if_empty(q);
 }
 
+/* The subscription was refused: every waiter not waiting for an attempt's answer ends
+ * now; the others end with their answer (dlock__wait_result). */
+static void queue_refuse(wait_queue *q, int err) {
+    q->error = err;
+    q->dispatching++;
+    dlock__waiter *w = q->head;
+    while (w) {
+        dlock__waiter *next = w->next;
+        if (w->state != W_TRYING)
+            finish(w, w->canceled ? DLOCK_ECANCELED : err);
+        w = next;
+    }
+    q->dispatching--;
+    queue_release_if_empty(q);
+}
+
 static void on_queue_ready(dlock__listener *l) {
-    queue_refresh(DLOCK__CONTAINER_OF(l, wait_queue, listener));
+    wait_queue *q = DLOCK__CONTAINER_OF(l, wait_queue, listener);
+    int err = dlock__listener_error(l);
+    if (err != DLOCK_OK)
+        queue_refuse(q, err);
+    else
+        queue_refresh(q);
 }
 
 /* Wakes the oldest sleepers whose needs fit in available, stopping at the first that does
@@ -156,6 +183,7 @@ static int join(dlock__waiter *w) {
             dlock__free(q);
             return rc;
         }
+        q->error = dlock__listener_error(&q->listener); /* a channel refused already */
     }
     w->queue = q;
     w->prev = q->tail;
@@ -312,6 +340,10 @@ void dlock__wait_result(dlock__waiter *w, int status, int64_t hint_ms) {
         }
     }
     wait_queue *q = queue_of(w);
+    if (q->error != DLOCK_OK) {
+        finish(w, q->error);
+        return;
+    }
     if (!dlock__listener_ready(&q->listener)) {
         /* attempt again once the subscription is confirmed, or at the hint */
         sleep_until_woken(w, W_SUBSCRIBING, hint_ms);

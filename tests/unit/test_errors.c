@@ -20,7 +20,7 @@ static void test_every_code_has_its_name_and_a_text(void **state) {
     count++;
     DLOCK_ERRNO_MAP(CHECK_CODE)
 #undef CHECK_CODE
-    assert_int_equal(count, 12);
+    assert_int_equal(count, 13);
 }
 
 static void test_codes_are_negative_and_distinct(void **state) {
@@ -48,6 +48,17 @@ static void test_the_documented_texts(void **state) {
     assert_string_equal(dlock_err_name(DLOCK_ETIMEDOUT), "DLOCK_ETIMEDOUT");
 }
 
+/* Codes are never renumbered: a program built against an older header still compares
+ * right. ENOPERM came last, after EDEADLK. */
+static void test_codes_keep_their_numbers_and_enoperm_is_new_at_the_end(void **state) {
+    (void)state;
+    assert_int_equal(DLOCK_EAUTH, -7);
+    assert_int_equal(DLOCK_EREDIS, -8);
+    assert_int_equal(DLOCK_EDEADLK, -12);
+    assert_int_equal(DLOCK_ENOPERM, -13);
+    assert_string_equal(dlock_err_name(DLOCK_ENOPERM), "DLOCK_ENOPERM");
+}
+
 static void test_version_string_matches_the_macros(void **state) {
     (void)state;
     assert_string_equal(dlock_version_string(), DLOCK_VERSION_STRING);
@@ -60,6 +71,7 @@ int main(void) {
         cmocka_unit_test(test_codes_are_negative_and_distinct),
         cmocka_unit_test(test_ok_and_unknown_codes),
         cmocka_unit_test(test_the_documented_texts),
+        cmocka_unit_test(test_codes_keep_their_numbers_and_enoperm_is_new_at_the_end),
         cmocka_unit_test(test_version_string_matches_the_macros),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
