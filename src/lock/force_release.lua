@@ -12,6 +12,7 @@ end
 if kind ~= 'hash' then
     return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value')
 end
-redis.call('del', KEYS[1])
+-- published first: a refused PUBLISH must leave the lock as it was (see acquire.lua)
 redis.call('publish', KEYS[2], 0)
+redis.call('del', KEYS[1])
 return 1

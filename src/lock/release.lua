@@ -34,6 +34,7 @@ if holds > 0 then
     redis.call('pexpire', KEYS[1], ARGV[1])
     return holds
 end
-redis.call('del', KEYS[1])
+-- published first: a refused PUBLISH must leave the lock as it was (see acquire.lua)
 redis.call('publish', KEYS[2], 0)
+redis.call('del', KEYS[1])
 return 0

@@ -17,10 +17,75 @@
 --   'lease'      ARGV[2] id, ARGV[3] lease ms (-1: none)
 --                                          -> 1 updated, 0 unknown, released or expired
 --   'available'                            -> the available permits
+-- Counts are exact to 2^63 - 1 (see int64_reply).
+--
+-- Checks first, then writes (see src/lock/acquire.lua): a refused call changes nothing,
+-- also the giving back of expired permits. So each operation first works out, from
+-- reads alone, what it and the giving back will write and publish; then it publishes;
+-- then it writes.
+
+-- A 64-bit integer as Redis writes one (INCR takes nothing else: no sign but '-', no
+-- leading zero or space, within range), as two halves that are exact as Lua numbers
+-- (doubles, exact only to 2^53): value = high * 10^9 + low, both with the value's sign.
+-- nil for anything else.
+local function int64_halves(s)
+    local minus, digits = string.match(s, '^(%-?)([1-9]%d*)$')
+    if not digits then
+        return s == '0' and 0 or nil, 0
+    end
+    local sign = minus == '-' and -1 or 1
+    local high, low = tonumber(string.sub(digits, 1, -10)) or 0, tonumber(string.sub(digits, -9))
+    if #digits > 19 or high > 9223372036 or (high == 9223372036 and low > 854775807 + #minus) then
+        return nil, 0
+    end
+    return sign * high, sign * low
+end
+
+-- a + b, two 64-bit integer strings, exactly: the sum as a decimal string, or nil outside
+-- the 64-bit range (where INCRBY would fail).
+local function int64_add(a, b)
+    local a_high, a_low = int64_halves(a)
+    local b_high, b_low = int64_halves(b)
+    local high, low = a_high + b_high, a_low + b_low
+    local carry = math.floor(low / 1e9) -- low into 0 .. 10^9 - 1
+    high, low = high + carry, low - carry * 1e9
+    if high < 0 and low > 0 then -- low takes the sign of high
+        high, low = high + 1, low - 1e9
+    end
+    local sum = high == 0 and string.format('%d', low) or
+                    string.format('%d%09d', high, math.abs(low))
+    if int64_halves(sum) then
+        return sum
+    end
+    return nil
+end
+
+-- A 64-bit integer string as a reply: an integer where a Lua number (a double) holds it
+-- exactly, below 2^53 = 9007199254740992, else the decimal string (the C side reads both).
+local function int64_reply(s)
+    if math.abs(int64_halves(s)) < 9007199 then
+        return tonumber(s)
+    end
+    return s
+end
+
+-- The count under KEYS[1] ('0' when absent), or nil and the error that refuses the call
+-- when it holds a string that is not a 64-bit integer (another type fails in GET).
+local function count_of(what)
+    local count = redis.call('get', KEYS[1]) or '0'
+    if int64_halves(count) then
+        return count
+    end
+    return nil, redis.error_reply(string.format('WRONGTYPE %s holds "%s", not %s (a 64-bit integer)',
+        KEYS[1], (string.gsub(string.sub(count, 1, 40), '[^%w%p ]', '?')), what))
+end
+
 local NO_LEASE = '922337203685477'
--- A count key of another type fails here, before anything is written: Redis does not roll
--- a script back, so a later failure would leave a permit neither held nor in the pool.
-redis.call('get', KEYS[1])
+local count, refused = count_of('a count of permits') -- another type fails here
+if not count then
+    return refused
+end
+local exists = redis.call('exists', KEYS[1]) == 1
 local time = redis.call('time')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 
@@ -32,48 +97,93 @@ local function lease_end(lease_ms)
     return NO_LEASE
 end
 
-local expired = redis.call('zrangebyscore', KEYS[2], '-inf', now)
-if #expired > 0 then
-    redis.call('zremrangebyscore', KEYS[2], '-inf', now)
-    redis.call('publish', KEYS[3], redis.call('incrby', KEYS[1], #expired))
+-- the permit id holds a permit whose lease has not ended
+local function holds_permit(id)
+    local lease = redis.call('zscore', KEYS[2], id)
+    return lease and tonumber(lease) > now
+end
+
+local function beyond_range(more)
+    return redis.error_reply(string.format(
+        'ERR %s: %s permits and %s more go beyond the 64-bit range', KEYS[1], count, more))
+end
+
+-- the permits whose lease has ended go back to the pool, published with the new count
+local messages = {}
+local expired = #redis.call('zrangebyscore', KEYS[2], '-inf', now)
+if expired > 0 then
+    local available = int64_add(count, string.format('%d', expired))
+    if not available then
+        return beyond_range(expired)
+    end
+    count, exists = available, true
+    messages[1] = available
 end
 
 local op = ARGV[1]
+local reply, write
 if op == 'set' then
-    if redis.call('get', KEYS[1]) then
-        return 0
+    reply = exists and 0 or 1
+    if not exists then
+        messages[#messages + 1] = ARGV[2]
+        write = function()
+            redis.call('set', KEYS[1], ARGV[2])
+        end
     end
-    redis.call('set', KEYS[1], ARGV[2])
-    redis.call('publish', KEYS[3], ARGV[2])
-    return 1
 elseif op == 'acquire' then
-    if redis.call('zscore', KEYS[2], ARGV[2]) then
-        return {1}
+    if holds_permit(ARGV[2]) then
+        reply = {1}
+    elseif count ~= '0' and string.sub(count, 1, 1) ~= '-' then
+        reply = {1}
+        write = function()
+            redis.call('decr', KEYS[1])
+            redis.call('zadd', KEYS[2], lease_end(ARGV[3]), ARGV[2])
+        end
+    else
+        local first = redis.call('zrangebyscore', KEYS[2], string.format('(%d', now), '+inf',
+                                 'WITHSCORES', 'LIMIT', 0, 1)
+        if first[2] and tonumber(first[2]) < tonumber(NO_LEASE) then
+            reply = {0, tonumber(first[2]) - now}
+        else
+            reply = {0, -1}
+        end
     end
-    local available = tonumber(redis.call('get', KEYS[1])) or 0
-    if available > 0 then
-        redis.call('decr', KEYS[1])
-        redis.call('zadd', KEYS[2], lease_end(ARGV[3]), ARGV[2])
-        return {1}
-    end
-    local first = redis.call('zrange', KEYS[2], 0, 0, 'WITHSCORES')
-    if first[2] and tonumber(first[2]) < tonumber(NO_LEASE) then
-        return {0, tonumber(first[2]) - now}
-    end
-    return {0, -1}
 elseif op == 'release' then
-    if redis.call('zrem', KEYS[2], ARGV[2]) == 0 then
-        return 0
+    reply = 0
+    if holds_permit(ARGV[2]) then
+        local available = int64_add(count, '1')
+        if not available then
+            return beyond_range(1)
+        end
+        reply = 1
+        messages[#messages + 1] = available
+        write = function()
+            redis.call('zrem', KEYS[2], ARGV[2])
+            redis.call('incr', KEYS[1])
+        end
     end
-    redis.call('publish', KEYS[3], redis.call('incr', KEYS[1]))
-    return 1
 elseif op == 'lease' then
-    if not redis.call('zscore', KEYS[2], ARGV[2]) then
-        return 0
+    reply = 0
+    if holds_permit(ARGV[2]) then
+        reply = 1
+        write = function()
+            redis.call('zadd', KEYS[2], 'XX', lease_end(ARGV[3]), ARGV[2])
+        end
     end
-    redis.call('zadd', KEYS[2], 'XX', lease_end(ARGV[3]), ARGV[2])
-    return 1
 elseif op == 'available' then
-    return tonumber(redis.call('get', KEYS[1])) or 0
+    reply = int64_reply(count)
+else
+    return redis.error_reply('ERR permits.lua: unknown operation ' .. tostring(op))
 end
-return redis.error_reply('ERR permits.lua: unknown operation ' .. tostring(op))
+
+for _, message in ipairs(messages) do
+    redis.call('publish', KEYS[3], message)
+end
+if expired > 0 then
+    redis.call('zremrangebyscore', KEYS[2], '-inf', now)
+    redis.call('incrby', KEYS[1], expired)
+end
+if write then
+    write()
+end
+return reply
