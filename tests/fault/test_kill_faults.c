@@ -102,19 +102,6 @@ static void free_lock(any_lock *a) {
     *a = (any_lock){0};
 }
 
-static dlock_client *connect_client(redis_fixture *f, int64_t watchdog_ms) {
-    dlock_options o;
-    dlock_options_init(&o);
-    o.url = redis_fixture_unix_url(f);
-    if (watchdog_ms > 0)
-        o.watchdog_ms = watchdog_ms;
-    dlock_client *c = NULL;
-    int rc = dlock_client_new(&o, &c);
-    if (rc != DLOCK_OK)
-        fail_msg("connect: %s (%s)", dlock_err_name(rc), dlock_last_error());
-    return c;
-}
-
 /* Reads exactly len bytes from fd, waiting at most timeout_ms in all; false on timeout, EOF
  * or error. */
 static bool read_full(int fd, void *buf, size_t len, int64_t timeout_ms) {
@@ -221,9 +208,9 @@ typedef struct kill_load {
     const char *url;
     int64_t watchdog_ms; /* fair_wait_ms too */
     int64_t deadline_ms;
-    int write_percent;        /* KIND_RWLOCK: share of the sections on the write half */
-    checker *k[KILL_LOCKS];   /* the sections (KIND_RWLOCK: the writers'); every error */
-    checker *rk[KILL_LOCKS];  /* KIND_RWLOCK: the readers' sections */
+    int write_percent;       /* KIND_RWLOCK: share of the sections on the write half */
+    checker *k[KILL_LOCKS];  /* the sections (KIND_RWLOCK: the writers'); every error */
+    checker *rk[KILL_LOCKS]; /* KIND_RWLOCK: the readers' sections */
     char name[KILL_LOCKS][32];
     tally *t;
     int done_fd; /* children write 'D' when their workers stopped, then their verdict */
@@ -303,8 +290,7 @@ static _Noreturn void kill_process_main(const kill_load *ld, int index) {
     int rc = dlock_client_new(&o, &p.c);
     for (int i = 0; rc == DLOCK_OK && i < KILL_LOCKS; i++)
         if ((rc = make_lock(p.c, ld->name[i], ld->kind, &p.l[i])) == DLOCK_OK &&
-            (rc = dlock_lock_on_lost(lock_half(&p.l[i], true), count_lost, ld->t)) ==
-                DLOCK_OK &&
+            (rc = dlock_lock_on_lost(lock_half(&p.l[i], true), count_lost, ld->t)) == DLOCK_OK &&
             p.l[i].rw != NULL)
             rc = dlock_lock_on_lost(lock_half(&p.l[i], false), count_lost, ld->t);
     if (rc != DLOCK_OK) {
@@ -455,7 +441,7 @@ static void run_command_kills(lock_kind kind, int64_t duration_base_ms) {
     if (kind != KIND_LOCK) {
         leftover_before_purge = redis_fixture_int(f, "DBSIZE");
         test_sleep_ms(ld.watchdog_ms + 100);
-        dlock_client *c = connect_client(f, ld.watchdog_ms);
+        dlock_client *c = connect_client_cfg(f, (test_client_cfg){.watchdog_ms = ld.watchdog_ms});
         for (int o = 0; o < KILL_LOCKS; o++) {
             any_lock a;
             ASSERT_RC(make_lock(c, ld.name[o], kind, &a), DLOCK_OK);
@@ -611,7 +597,7 @@ static void run_pubsub_kill(lock_kind kind, bool refuse_reconnect) {
     /* every waiter asleep: the lock's waiters, one subscription per client; the fair
      * lock's, one each, and all in the line */
     const long long subscribers = kind == KIND_FAIR ? PUBSUB_WAITERS : PUBSUB_CLIENTS;
-    dlock_client *holder_client = connect_client(f, 0);
+    dlock_client *holder_client = connect_client(f);
     any_lock holder_lock;
     ASSERT_RC(make_lock(holder_client, name, kind, &holder_lock), DLOCK_OK);
     dlock_lock *holder = holder_lock.l;
@@ -619,7 +605,7 @@ static void run_pubsub_kill(lock_kind kind, bool refuse_reconnect) {
     any_lock a[PUBSUB_CLIENTS];
     dlock_lock *l[PUBSUB_CLIENTS];
     for (int i = 0; i < PUBSUB_CLIENTS; i++) {
-        c[i] = connect_client(f, 0);
+        c[i] = connect_client(f);
         ASSERT_RC(make_lock(c[i], name, kind, &a[i]), DLOCK_OK);
         l[i] = a[i].l;
     }
@@ -641,8 +627,7 @@ static void run_pubsub_kill(lock_kind kind, bool refuse_reconnect) {
                     redis_fixture_int(f, "LLEN redisson_lock_queue:{%s}", name) == PUBSUB_WAITERS),
                test_slack_ms(3000));
     if (!subscribed)
-        fail_msg("%lld subscribers, expected %lld", pubsub_subscribers(f, kind, name),
-                 subscribers);
+        fail_msg("%lld subscribers, expected %lld", pubsub_subscribers(f, kind, name), subscribers);
     test_sleep_ms(test_slack_ms(200));
     for (int i = 0; i < PUBSUB_WAITERS; i++)
         assert_int_equal(atomic_load(&w[i].rc), 1); /* still waiting */
@@ -749,29 +734,12 @@ typedef struct paused_report {
     int second_release_rc;
 } paused_report;
 
-typedef struct lost_seen {
-    atomic_int calls;
-    atomic_int reason;
-    atomic_ullong owner;
-} lost_seen;
-
-static void record_lost(dlock_lock *l, uint64_t owner, int reason, void *arg) {
-    (void)l;
-    lost_seen *s = arg;
-    atomic_store(&s->reason, reason);
-    atomic_store(&s->owner, owner);
-    atomic_fetch_add(&s->calls, 1);
-}
-
 /* The paused holder: acquire, report, wait for the parent's 'C' (sent after SIGCONT), wait
  * for the lost callback, release twice, report. */
 static _Noreturn void paused_holder_main(const char *url, int report_fd, int cont_fd) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     paused_report rep = {.acquire_rc = DLOCK_EINVAL, .release_rc = 1, .second_release_rc = 1};
-    lost_seen seen;
-    atomic_init(&seen.calls, 0);
-    atomic_init(&seen.reason, 0);
-    atomic_init(&seen.owner, 0);
+    lost_record seen = {0};
     dlock_options o;
     dlock_options_init(&o);
     o.url = url;
@@ -780,7 +748,7 @@ static _Noreturn void paused_holder_main(const char *url, int report_fd, int con
     dlock_lock *l = NULL;
     int status = 1;
     if (dlock_client_new(&o, &c) == DLOCK_OK && dlock_fencedlock_new(c, "paused", &l) == DLOCK_OK &&
-        dlock_lock_on_lost(l, record_lost, &seen) == DLOCK_OK) {
+        dlock_lock_on_lost(l, record_lost_in, &seen) == DLOCK_OK) {
         rep.acquire_rc = dlock_lock_acquire(l, DLOCK_WATCHDOG);
         if (rep.acquire_rc == DLOCK_OK)
             dlock_lock_token(l, &rep.token);
@@ -788,12 +756,13 @@ static _Noreturn void paused_holder_main(const char *url, int report_fd, int con
         char cont = 0;
         if (rep.acquire_rc == DLOCK_OK && read(cont_fd, &cont, 1) == 1 && cont == 'C') {
             bool lost = false;
-            POLL_UNTIL(lost, atomic_load(&seen.calls) > 0, test_slack_ms(5000));
+            POLL_UNTIL(lost, lost_get_in(&seen).calls > 0, test_slack_ms(5000));
             (void)lost;        /* the parent checks the count */
             test_sleep_ms(50); /* a second call would come now */
-            rep.lost_calls = atomic_load(&seen.calls);
-            rep.lost_reason = atomic_load(&seen.reason);
-            rep.lost_owner_is_thread = atomic_load(&seen.owner) == dlock_thread_owner();
+            lost_record got = lost_get_in(&seen);
+            rep.lost_calls = got.calls;
+            rep.lost_reason = got.reason;
+            rep.lost_owner_is_thread = got.owner == dlock_thread_owner();
             rep.release_rc = dlock_lock_release(l);
             rep.second_release_rc = dlock_lock_release(l);
             status = 0;
@@ -841,7 +810,7 @@ test_holder_paused_past_its_lease_is_told_lost_and_its_successor_keeps_the_lock(
     if (!expired)
         fail_msg("the paused holder's lock still exists %lld ms later", (long long)expired_after);
 
-    dlock_client *c = connect_client(f, 0);
+    dlock_client *c = connect_client(f);
     dlock_lock *l = NULL;
     ASSERT_RC(dlock_fencedlock_new(c, "paused", &l), DLOCK_OK);
     ASSERT_RC(dlock_lock_try_acquire(l, 0, 30000), DLOCK_OK);

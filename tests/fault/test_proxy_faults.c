@@ -65,34 +65,6 @@ static fault_proxy *start_proxy(redis_fixture *f) {
     return p;
 }
 
-typedef struct client_cfg {
-    int64_t timeout_ms;         /* 0: default */
-    int retry_attempts;         /* -1: default */
-    int64_t watchdog_ms;        /* 0: default */
-    int64_t connect_timeout_ms; /* 0: default */
-} client_cfg;
-
-/* A blocking-face client on url with quick reconnects. */
-static dlock_client *connect_client(const char *url, client_cfg cfg) {
-    dlock_options o;
-    dlock_options_init(&o);
-    o.url = url;
-    o.retry_delay_ms = 50;
-    if (cfg.timeout_ms > 0)
-        o.timeout_ms = cfg.timeout_ms;
-    if (cfg.retry_attempts >= 0)
-        o.retry_attempts = cfg.retry_attempts;
-    if (cfg.watchdog_ms > 0)
-        o.watchdog_ms = cfg.watchdog_ms;
-    if (cfg.connect_timeout_ms > 0)
-        o.connect_timeout_ms = cfg.connect_timeout_ms;
-    dlock_client *c = NULL;
-    int rc = dlock_client_new(&o, &c);
-    if (rc != DLOCK_OK)
-        fail_msg("connect %s: %s (%s)", url, dlock_err_name(rc), dlock_last_error());
-    return c;
-}
-
 static dlock_lock *new_lock(dlock_client *c, const char *name) {
     dlock_lock *l = NULL;
     ASSERT_RC(dlock_lock_new(c, name, &l), DLOCK_OK);
@@ -192,7 +164,7 @@ static void test_proxy_forwards_requests_and_replies_large_ones_too_and_counts_t
     redisFree(ctx);
 
     /* a dlock client through it: both connections' handshakes and a round trip */
-    dlock_client *c = connect_client(fault_proxy_url(p), (client_cfg){.retry_attempts = -1});
+    dlock_client *c = connect_client_cfg(NULL, (test_client_cfg){.url = fault_proxy_url(p)});
     ASSERT_RC(dlock_client_ping(c), DLOCK_OK);
     dlock_lock *l = new_lock(c, "through");
     ASSERT_RC(dlock_lock_acquire(l, 10000), DLOCK_OK);
@@ -363,8 +335,9 @@ static long long numsub_or_minus_one(redis_fixture *f, const char *channel);
 
 /* A client through the proxy whose lost-reply commands are resent: 2 s reply timeout. */
 static dlock_client *resending_client(fault_proxy *p) {
-    return connect_client(fault_proxy_url(p),
-                          (client_cfg){.timeout_ms = 2000, .retry_attempts = 3});
+    return connect_client_cfg(
+        NULL,
+        (test_client_cfg){.url = fault_proxy_url(p), .timeout_ms = 2000, .retry_attempts = 3});
 }
 
 static void test_acquire_whose_reply_is_lost_is_applied_once(void **state) {
@@ -633,8 +606,7 @@ static void test_fair_lock_waiter_whose_busy_reply_is_lost_is_queued_once(void *
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
     fault_proxy *p = start_proxy(f);
-    dlock_client *holder =
-        connect_client(redis_fixture_unix_url(f), (client_cfg){.retry_attempts = -1});
+    dlock_client *holder = connect_client(f);
     dlock_client *c = resending_client(p);
     dlock_lock *lh = NULL, *lw = NULL;
     ASSERT_RC(dlock_fairlock_new(holder, "lost-fair-wait", &lh), DLOCK_OK);
@@ -741,8 +713,9 @@ test_lost_replies_with_no_resend_left_are_econn_and_the_next_call_settles_them(v
     redis_fixture *f = start_server();
     fault_proxy *p = start_proxy(f);
     /* retry_attempts 0: a command whose reply is lost is never resent */
-    dlock_client *c =
-        connect_client(fault_proxy_url(p), (client_cfg){.timeout_ms = 2000, .retry_attempts = 0});
+    dlock_client *c = connect_client_cfg(NULL, (test_client_cfg){.url = fault_proxy_url(p),
+                                                                 .timeout_ms = 2000,
+                                                                 .retry_attempts = TEST_NO_RETRY});
     dlock_lock *l = new_lock(c, "no-resend");
     char field[128];
     my_field(c, field, sizeof(field));
@@ -785,10 +758,11 @@ test_lost_replies_with_no_resend_left_are_econn_and_the_next_call_settles_them(v
 
 /* A client through the proxy whose commands are never resent, quick to give up. */
 static dlock_client *no_resend_client(fault_proxy *p, int64_t watchdog_ms) {
-    return connect_client(fault_proxy_url(p), (client_cfg){.timeout_ms = 300,
-                                                           .retry_attempts = 0,
-                                                           .watchdog_ms = watchdog_ms,
-                                                           .connect_timeout_ms = 300});
+    return connect_client_cfg(NULL, (test_client_cfg){.url = fault_proxy_url(p),
+                                                      .timeout_ms = 300,
+                                                      .retry_attempts = TEST_NO_RETRY,
+                                                      .watchdog_ms = watchdog_ms,
+                                                      .connect_timeout_ms = 300});
 }
 
 static int ping_until_ok(dlock_client *c) {
@@ -820,8 +794,7 @@ static void test_acquire_and_release_after_a_release_that_failed_econn(void **st
     redis_fixture *f = start_server();
     fault_proxy *p = start_proxy(f);
     dlock_client *c = no_resend_client(p, watchdog_ms);
-    dlock_client *other =
-        connect_client(redis_fixture_unix_url(f), (client_cfg){.retry_attempts = -1});
+    dlock_client *other = connect_client(f);
     char field[128];
     my_field(c, field, sizeof(field));
 
@@ -946,9 +919,8 @@ test_both_connections_dropped_under_a_waiter_it_still_gets_the_lock_at_the_relea
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
     fault_proxy *p = start_proxy(f);
-    dlock_client *holder =
-        connect_client(redis_fixture_unix_url(f), (client_cfg){.retry_attempts = -1});
-    dlock_client *waiting = connect_client(fault_proxy_url(p), (client_cfg){.retry_attempts = -1});
+    dlock_client *holder = connect_client(f);
+    dlock_client *waiting = connect_client_cfg(NULL, (test_client_cfg){.url = fault_proxy_url(p)});
     dlock_lock *lh = new_lock(holder, "dropped-wait");
     dlock_lock *lw = new_lock(waiting, "dropped-wait");
     /* a long lease: the waiter's hint says "come back in 30 s", so only the message or the
@@ -998,44 +970,6 @@ test_both_connections_dropped_under_a_waiter_it_still_gets_the_lock_at_the_relea
 
 /* ---- partition --------------------------------------------------------------------------- */
 
-/* The lost callback's record (static: the holder's loop thread writes it). */
-static struct {
-    pthread_mutex_t mu;
-    int calls;
-    int reason;
-    int64_t first_ms, first_us;
-} lost = {.mu = PTHREAD_MUTEX_INITIALIZER};
-
-static void lost_reset(void) {
-    pthread_mutex_lock(&lost.mu);
-    lost.calls = 0;
-    lost.reason = 0;
-    lost.first_ms = 0;
-    lost.first_us = 0;
-    pthread_mutex_unlock(&lost.mu);
-}
-
-static void record_lost(dlock_lock *l, uint64_t owner, int reason, void *arg) {
-    (void)l;
-    (void)owner;
-    (void)arg;
-    int64_t now = test_now_ms(), now_us = test_now_us();
-    pthread_mutex_lock(&lost.mu);
-    if (lost.calls++ == 0) {
-        lost.first_ms = now;
-        lost.first_us = now_us;
-        lost.reason = reason;
-    }
-    pthread_mutex_unlock(&lost.mu);
-}
-
-static int lost_calls(void) {
-    pthread_mutex_lock(&lost.mu);
-    int n = lost.calls;
-    pthread_mutex_unlock(&lost.mu);
-    return n;
-}
-
 /* Another client's thread: takes the lock (waiting for it), notes when it got it, holds it
  * until told to let go (a lock is released by the thread that holds it). */
 typedef struct taker {
@@ -1067,13 +1001,12 @@ test_partition_longer_than_the_lease_fires_lost_before_another_client_gets_the_l
     const int64_t watchdog_ms = 1500;
     redis_fixture *f = start_server();
     fault_proxy *p = start_proxy(f);
-    dlock_client *holder =
-        connect_client(fault_proxy_url(p), (client_cfg){.timeout_ms = 500,
-                                                        .retry_attempts = 1,
-                                                        .watchdog_ms = watchdog_ms,
-                                                        .connect_timeout_ms = 500});
-    dlock_client *other =
-        connect_client(redis_fixture_unix_url(f), (client_cfg){.retry_attempts = -1});
+    dlock_client *holder = connect_client_cfg(NULL, (test_client_cfg){.url = fault_proxy_url(p),
+                                                                      .timeout_ms = 500,
+                                                                      .retry_attempts = 1,
+                                                                      .watchdog_ms = watchdog_ms,
+                                                                      .connect_timeout_ms = 500});
+    dlock_client *other = connect_client(f);
     dlock_lock *lh = new_lock(holder, "partitioned");
     dlock_lock *lo = new_lock(other, "partitioned");
     ASSERT_RC(dlock_lock_on_lost(lh, record_lost, NULL), DLOCK_OK);
@@ -1099,11 +1032,10 @@ test_partition_longer_than_the_lease_fires_lost_before_another_client_gets_the_l
     assert_true(got);
     assert_true(fired);
     ASSERT_RC(t.rc, DLOCK_OK);
-    pthread_mutex_lock(&lost.mu);
+    lost_record lost = lost_get();
     int64_t lost_at = lost.first_ms;
     int64_t lost_us = lost.first_us;
     int reason = lost.reason;
-    pthread_mutex_unlock(&lost.mu);
     printf("# partition: lost callback (%s) %lld ms after the acquire call began; lease "
            "expiry in Redis %lld ms after it (at the earliest); other client got the lock "
            "%lld ms after it (%lld us after the lost callback); partition began %lld ms after "
@@ -1187,13 +1119,12 @@ static void test_partition_longer_than_the_reply_timeout_but_shorter_than_the_le
     const int64_t timeout_ms = 500;
     redis_fixture *f = start_server();
     fault_proxy *p = start_proxy(f);
-    dlock_client *holder =
-        connect_client(fault_proxy_url(p), (client_cfg){.timeout_ms = timeout_ms,
-                                                        .retry_attempts = 1,
-                                                        .watchdog_ms = watchdog_ms,
-                                                        .connect_timeout_ms = 500});
-    dlock_client *other =
-        connect_client(redis_fixture_unix_url(f), (client_cfg){.retry_attempts = -1});
+    dlock_client *holder = connect_client_cfg(NULL, (test_client_cfg){.url = fault_proxy_url(p),
+                                                                      .timeout_ms = timeout_ms,
+                                                                      .retry_attempts = 1,
+                                                                      .watchdog_ms = watchdog_ms,
+                                                                      .connect_timeout_ms = 500});
+    dlock_client *other = connect_client(f);
     dlock_lock *lh = new_lock(holder, "brief-partition");
     dlock_lock *lo = new_lock(other, "brief-partition");
     ASSERT_RC(dlock_lock_on_lost(lh, record_lost, NULL), DLOCK_OK);
@@ -1246,8 +1177,9 @@ static void test_replies_delayed_200_ms_under_a_1000_ms_timeout_succeed_slower(v
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
     fault_proxy *p = start_proxy(f);
-    dlock_client *c =
-        connect_client(fault_proxy_url(p), (client_cfg){.timeout_ms = 1000, .retry_attempts = 1});
+    dlock_client *c = connect_client_cfg(
+        NULL,
+        (test_client_cfg){.url = fault_proxy_url(p), .timeout_ms = 1000, .retry_attempts = 1});
     dlock_lock *l = new_lock(c, "slow");
     int64_t start = test_now_ms();
     ASSERT_RC(dlock_client_ping(c), DLOCK_OK);
@@ -1298,9 +1230,10 @@ test_replies_delayed_beyond_the_timeout_fail_econn_in_bounded_time_then_recover(
     const int retries = 1;
     const int64_t give_up_ms = timeout_ms * (retries + 1);
     dlock_client *c =
-        connect_client(fault_proxy_url(p), (client_cfg){.timeout_ms = timeout_ms,
-                                                        .retry_attempts = retries,
-                                                        .connect_timeout_ms = timeout_ms});
+        connect_client_cfg(NULL, (test_client_cfg){.url = fault_proxy_url(p),
+                                                   .timeout_ms = timeout_ms,
+                                                   .retry_attempts = test_retries(retries),
+                                                   .connect_timeout_ms = timeout_ms});
     dlock_lock *l = new_lock(c, "too-slow");
     ASSERT_RC(dlock_client_ping(c), DLOCK_OK);
 

@@ -53,34 +53,6 @@ static redis_fixture *start_server_with_aof(bool appendonly) {
     return f;
 }
 
-typedef struct client_cfg {
-    int64_t timeout_ms;         /* 0: default */
-    int retry_attempts;         /* -1: default */
-    int64_t watchdog_ms;        /* 0: default */
-    int64_t connect_timeout_ms; /* 0: default */
-} client_cfg;
-
-/* A blocking-face client on f's unix socket with quick reconnects. */
-static dlock_client *connect_client(redis_fixture *f, client_cfg cfg) {
-    dlock_options o;
-    dlock_options_init(&o);
-    o.url = redis_fixture_unix_url(f);
-    o.retry_delay_ms = 50;
-    if (cfg.timeout_ms > 0)
-        o.timeout_ms = cfg.timeout_ms;
-    if (cfg.retry_attempts >= 0)
-        o.retry_attempts = cfg.retry_attempts;
-    if (cfg.watchdog_ms > 0)
-        o.watchdog_ms = cfg.watchdog_ms;
-    if (cfg.connect_timeout_ms > 0)
-        o.connect_timeout_ms = cfg.connect_timeout_ms;
-    dlock_client *c = NULL;
-    int rc = dlock_client_new(&o, &c);
-    if (rc != DLOCK_OK)
-        fail_msg("connect: %s (%s)", dlock_err_name(rc), dlock_last_error());
-    return c;
-}
-
 static dlock_lock *new_lock(dlock_client *c, const char *name) {
     dlock_lock *l = NULL;
     ASSERT_RC(dlock_lock_new(c, name, &l), DLOCK_OK);
@@ -128,41 +100,7 @@ static void admin_ok(redis_fixture *f, const char *cmd) {
 
 /* ---- lost callbacks, one record per lock (static: loop threads write them) --------------- */
 
-typedef struct lost_record {
-    int calls;
-    int reason;
-    int64_t first_ms;
-} lost_record;
-
-static pthread_mutex_t lost_mu = PTHREAD_MUTEX_INITIALIZER;
 static lost_record lost_of[4];
-
-static void lost_reset(void) {
-    pthread_mutex_lock(&lost_mu);
-    memset(lost_of, 0, sizeof(lost_of));
-    pthread_mutex_unlock(&lost_mu);
-}
-
-/* arg: the index of the lock's record */
-static void record_lost(dlock_lock *l, uint64_t owner, int reason, void *arg) {
-    (void)l;
-    (void)owner;
-    int64_t now = test_now_ms();
-    lost_record *r = &lost_of[(intptr_t)arg];
-    pthread_mutex_lock(&lost_mu);
-    if (r->calls++ == 0) {
-        r->first_ms = now;
-        r->reason = reason;
-    }
-    pthread_mutex_unlock(&lost_mu);
-}
-
-static lost_record lost_get(int i) {
-    pthread_mutex_lock(&lost_mu);
-    lost_record r = lost_of[i];
-    pthread_mutex_unlock(&lost_mu);
-    return r;
-}
 
 /* ---- restarts ---------------------------------------------------------------------------- */
 
@@ -170,16 +108,16 @@ static void
 test_restart_without_persistence_loses_the_holds_of_both_clients_and_they_go_on(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
-    lost_reset();
+    memset(lost_of, 0, sizeof lost_of);
     const int64_t watchdog_ms = 1500;
     redis_fixture *f = start_server_with_aof(false);
-    client_cfg cfg = {.retry_attempts = -1, .watchdog_ms = watchdog_ms};
-    dlock_client *a = connect_client(f, cfg);
-    dlock_client *b = connect_client(f, cfg);
+    test_client_cfg cfg = {.watchdog_ms = watchdog_ms};
+    dlock_client *a = connect_client_cfg(f, cfg);
+    dlock_client *b = connect_client_cfg(f, cfg);
     dlock_lock *la = new_lock(a, "restart-a");
     dlock_lock *lb = new_lock(b, "restart-b");
-    ASSERT_RC(dlock_lock_on_lost(la, record_lost, (void *)(intptr_t)0), DLOCK_OK);
-    ASSERT_RC(dlock_lock_on_lost(lb, record_lost, (void *)(intptr_t)1), DLOCK_OK);
+    ASSERT_RC(dlock_lock_on_lost(la, record_lost_in, &lost_of[0]), DLOCK_OK);
+    ASSERT_RC(dlock_lock_on_lost(lb, record_lost_in, &lost_of[1]), DLOCK_OK);
     ASSERT_RC(dlock_lock_acquire(la, DLOCK_WATCHDOG), DLOCK_OK);
     ASSERT_RC(dlock_lock_acquire(la, DLOCK_WATCHDOG), DLOCK_OK); /* reentrant: 2 holds */
     ASSERT_RC(dlock_lock_acquire(lb, DLOCK_WATCHDOG), DLOCK_OK);
@@ -188,10 +126,10 @@ test_restart_without_persistence_loses_the_holds_of_both_clients_and_they_go_on(
     int64_t restarted_at = test_now_ms();
     assert_int_equal(redis_fixture_int(f, "DBSIZE"), 0);
     bool fired = false;
-    POLL_UNTIL(fired, lost_get(0).calls >= 1 && lost_get(1).calls >= 1,
+    POLL_UNTIL(fired, lost_get_in(&lost_of[0]).calls >= 1 && lost_get_in(&lost_of[1]).calls >= 1,
                watchdog_ms + test_slack_ms(2000));
     assert_true(fired);
-    lost_record ra = lost_get(0), rb = lost_get(1);
+    lost_record ra = lost_get_in(&lost_of[0]), rb = lost_get_in(&lost_of[1]);
     printf("# restart, no persistence: lost callbacks %lld ms (%s) and %lld ms (%s) after the "
            "restart\n",
            (long long)(ra.first_ms - restarted_at), dlock_err_name(ra.reason),
@@ -208,8 +146,8 @@ test_restart_without_persistence_loses_the_holds_of_both_clients_and_they_go_on(
     ASSERT_RC(dlock_lock_release(la), DLOCK_ENOTOWNER);
     ASSERT_RC(dlock_lock_release(lb), DLOCK_ELOST);
     ASSERT_RC(dlock_lock_release(lb), DLOCK_ENOTOWNER);
-    assert_int_equal(lost_get(0).calls, 1);
-    assert_int_equal(lost_get(1).calls, 1);
+    assert_int_equal(lost_get_in(&lost_of[0]).calls, 1);
+    assert_int_equal(lost_get_in(&lost_of[1]).calls, 1);
 
     /* new acquisitions work, of the same locks and crosswise */
     dlock_lock *ab = new_lock(a, "restart-b");
@@ -227,7 +165,7 @@ test_restart_without_persistence_loses_the_holds_of_both_clients_and_they_go_on(
     ASSERT_RC(dlock_lock_acquire(la, DLOCK_WATCHDOG), DLOCK_OK);
     ASSERT_RC(dlock_lock_release(la), DLOCK_OK);
     assert_int_equal(redis_fixture_int(f, "DBSIZE"), 0);
-    assert_int_equal(lost_get(0).calls, 1);
+    assert_int_equal(lost_get_in(&lost_of[0]).calls, 1);
     dlock_lock_free(ab);
     dlock_lock_free(ba);
     dlock_lock_free(la);
@@ -246,19 +184,19 @@ static void
 test_holder_that_acquires_again_after_a_restart_lost_its_hold_then_releases(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
-    lost_reset();
+    memset(lost_of, 0, sizeof lost_of);
     const int64_t watchdog_ms = 1500;
     redis_fixture *f = start_server_with_aof(false);
-    client_cfg cfg = {.retry_attempts = -1, .watchdog_ms = watchdog_ms};
-    dlock_client *a = connect_client(f, cfg);
-    dlock_client *b = connect_client(f, cfg);
+    test_client_cfg cfg = {.watchdog_ms = watchdog_ms};
+    dlock_client *a = connect_client_cfg(f, cfg);
+    dlock_client *b = connect_client_cfg(f, cfg);
     dlock_lock *la = new_lock(a, "reacquired");
     dlock_lock *lb = new_lock(b, "reacquired");
-    ASSERT_RC(dlock_lock_on_lost(la, record_lost, (void *)(intptr_t)0), DLOCK_OK);
+    ASSERT_RC(dlock_lock_on_lost(la, record_lost_in, &lost_of[0]), DLOCK_OK);
     ASSERT_RC(dlock_lock_acquire(la, DLOCK_WATCHDOG), DLOCK_OK);
     assert_int_equal(redis_fixture_restart(f), 0);
     bool fired = false;
-    POLL_UNTIL(fired, lost_get(0).calls == 1, watchdog_ms + test_slack_ms(2000));
+    POLL_UNTIL(fired, lost_get_in(&lost_of[0]).calls == 1, watchdog_ms + test_slack_ms(2000));
     assert_true(fired);
     ASSERT_RC(dlock_lock_acquire(la, DLOCK_WATCHDOG), DLOCK_OK);
     int64_t count = 0;
@@ -282,7 +220,7 @@ test_holder_that_acquires_again_after_a_restart_lost_its_hold_then_releases(void
     int again = dlock_lock_release(la);
     assert_true(again == DLOCK_OK || again == DLOCK_ENOTOWNER);
     assert_int_equal(redis_fixture_int(f, "EXISTS reacquired"), 0);
-    assert_int_equal(lost_get(0).calls, 1);
+    assert_int_equal(lost_get_in(&lost_of[0]).calls, 1);
     dlock_lock_free(la);
     dlock_lock_free(lb);
     dlock_client_free(a);
@@ -293,16 +231,16 @@ test_holder_that_acquires_again_after_a_restart_lost_its_hold_then_releases(void
 static void test_restart_with_appendonly_keeps_the_holds_and_the_watchdog_keeps_them(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
-    lost_reset();
+    memset(lost_of, 0, sizeof lost_of);
     const int64_t watchdog_ms = test_under_valgrind() ? 6000 : 2000;
     redis_fixture *f = start_server_with_aof(true);
-    client_cfg cfg = {.retry_attempts = -1, .watchdog_ms = watchdog_ms};
-    dlock_client *a = connect_client(f, cfg);
-    dlock_client *b = connect_client(f, cfg);
+    test_client_cfg cfg = {.watchdog_ms = watchdog_ms};
+    dlock_client *a = connect_client_cfg(f, cfg);
+    dlock_client *b = connect_client_cfg(f, cfg);
     dlock_lock *la = new_lock(a, "durable-a");
     dlock_lock *lb = new_lock(b, "durable-b");
-    ASSERT_RC(dlock_lock_on_lost(la, record_lost, (void *)(intptr_t)0), DLOCK_OK);
-    ASSERT_RC(dlock_lock_on_lost(lb, record_lost, (void *)(intptr_t)1), DLOCK_OK);
+    ASSERT_RC(dlock_lock_on_lost(la, record_lost_in, &lost_of[0]), DLOCK_OK);
+    ASSERT_RC(dlock_lock_on_lost(lb, record_lost_in, &lost_of[1]), DLOCK_OK);
     ASSERT_RC(dlock_lock_acquire(la, DLOCK_WATCHDOG), DLOCK_OK);
     ASSERT_RC(dlock_lock_acquire(la, DLOCK_WATCHDOG), DLOCK_OK);
     ASSERT_RC(dlock_lock_acquire(lb, DLOCK_WATCHDOG), DLOCK_OK);
@@ -333,16 +271,16 @@ static void test_restart_with_appendonly_keeps_the_holds_and_the_watchdog_keeps_
         min_pttl = pb < min_pttl ? pb : min_pttl;
         test_sleep_ms(50);
     }
-    assert_int_equal(lost_get(0).calls, 0);
-    assert_int_equal(lost_get(1).calls, 0);
+    assert_int_equal(lost_get_in(&lost_of[0]).calls, 0);
+    assert_int_equal(lost_get_in(&lost_of[1]).calls, 0);
     assert_int_equal(hget_int(f, "durable-a", field_a), 2);
     assert_int_equal(hget_int(f, "durable-b", field_b), 1);
     ASSERT_RC(dlock_lock_release(la), DLOCK_OK);
     ASSERT_RC(dlock_lock_release(la), DLOCK_OK);
     ASSERT_RC(dlock_lock_release(lb), DLOCK_OK);
     assert_int_equal(redis_fixture_int(f, "EXISTS durable-a durable-b"), 0);
-    assert_int_equal(lost_get(0).calls, 0);
-    assert_int_equal(lost_get(1).calls, 0);
+    assert_int_equal(lost_get_in(&lost_of[0]).calls, 0);
+    assert_int_equal(lost_get_in(&lost_of[1]).calls, 0);
     printf("# restart, appendonly: restart took %lld ms; holds kept %lld ms after it, lowest "
            "PTTL seen %lld of %lld ms\n",
            (long long)(restarted_at - start), (long long)(test_now_ms() - restarted_at), min_pttl,
@@ -454,10 +392,11 @@ test_paused_server_fails_calls_in_bounded_time_recovers_and_keeps_exclusion(void
     const int64_t lease_ms = 2000;
     const int64_t wait_ms = 3000;
     redis_fixture *f = start_server_with_aof(false);
-    client_cfg cfg = {
-        .timeout_ms = timeout_ms, .retry_attempts = retries, .connect_timeout_ms = 500};
-    dlock_client *clients[2] = {connect_client(f, cfg), connect_client(f, cfg)};
-    dlock_client *probe_client = connect_client(f, cfg);
+    test_client_cfg cfg = {.timeout_ms = timeout_ms,
+                           .retry_attempts = test_retries(retries),
+                           .connect_timeout_ms = 500};
+    dlock_client *clients[2] = {connect_client_cfg(f, cfg), connect_client_cfg(f, cfg)};
+    dlock_client *probe_client = connect_client_cfg(f, cfg);
     dlock_lock *probe = new_lock(probe_client, "pause-probe");
     arena *ar = malloc(sizeof(*ar));
     assert_non_null(ar);
@@ -603,8 +542,7 @@ static void test_script_flush_every_200_ms_under_load_costs_no_error(void **stat
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server_with_aof(false);
-    client_cfg cfg = {.retry_attempts = -1};
-    dlock_client *clients[2] = {connect_client(f, cfg), connect_client(f, cfg)};
+    dlock_client *clients[2] = {connect_client(f), connect_client(f)};
     long long evals_before = redis_fixture_info_int(f, "commandstats", "cmdstat_eval.calls");
     arena *ar = malloc(sizeof(*ar));
     assert_non_null(ar);
@@ -665,7 +603,7 @@ static void test_out_of_memory_is_eredis_with_the_oom_text_then_calls_work_again
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server_with_aof(false);
-    dlock_client *c = connect_client(f, (client_cfg){.retry_attempts = -1});
+    dlock_client *c = connect_client(f);
     dlock_lock *l = new_lock(c, "oom");
     dlock_semaphore *s = NULL;
     ASSERT_RC(dlock_semaphore_new(c, "oom-sem", &s), DLOCK_OK);

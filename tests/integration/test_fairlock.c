@@ -46,27 +46,6 @@
 
 /* ---- helpers ----------------------------------------------------------------------------- */
 
-/* A blocking-face client on url; 0 keeps a default. */
-static dlock_client *connect_url(const char *url, int64_t fair_wait_ms, int64_t watchdog_ms) {
-    dlock_options o;
-    dlock_options_init(&o);
-    o.url = url;
-    if (fair_wait_ms > 0)
-        o.fair_wait_ms = fair_wait_ms;
-    if (watchdog_ms > 0)
-        o.watchdog_ms = watchdog_ms;
-    o.retry_delay_ms = 100;
-    dlock_client *c = NULL;
-    int rc = dlock_client_new(&o, &c);
-    if (rc != DLOCK_OK)
-        fail_msg("connect: %s (%s)", dlock_err_name(rc), dlock_last_error());
-    return c;
-}
-
-static dlock_client *connect_client(redis_fixture *f, int64_t fair_wait_ms) {
-    return connect_url(redis_fixture_unix_url(f), fair_wait_ms, 0);
-}
-
 static dlock_lock *new_fair(dlock_client *c, const char *name) {
     dlock_lock *l = NULL;
     ASSERT_RC(dlock_fairlock_new(c, name, &l), DLOCK_OK);
@@ -224,7 +203,7 @@ test_hold_count_goes_0_1_0_2_1_0_through_acquire_release_acquire_acquire_release
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *c = connect_client(f, 0);
+    dlock_client *c = connect_client(f);
     dlock_lock *l = new_fair(c, "counted");
     int64_t seen[6];
     ASSERT_RC(dlock_lock_hold_count(l, &seen[0]), DLOCK_OK);
@@ -273,8 +252,8 @@ test_release_by_another_thread_or_client_is_enotowner_and_the_lock_stays_held(vo
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *a = connect_client(f, 0);
-    dlock_client *b = connect_client(f, 0);
+    dlock_client *a = connect_client(f);
+    dlock_client *b = connect_client(f);
     dlock_lock *la = new_fair(a, "not-yours");
     dlock_lock *lb = new_fair(b, "not-yours");
     ASSERT_RC(dlock_lock_acquire(la, 20000), DLOCK_OK);
@@ -314,8 +293,8 @@ static void test_holder_reacquires_at_once_while_others_wait_in_line(void **stat
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *a = connect_client(f, 0);
-    dlock_client *b = connect_client(f, 0);
+    dlock_client *a = connect_client(f);
+    dlock_client *b = connect_client(f);
     dlock_lock *la = new_fair(a, "reenter");
     dlock_lock *lb = new_fair(b, "reenter");
     atomic_store(&turns, 0);
@@ -357,9 +336,9 @@ test_layout_queue_in_arrival_order_timeouts_at_server_time_plus_fair_wait_one_ch
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
     const int64_t fair_wait = 5000;
-    dlock_client *a = connect_client(f, fair_wait);
-    dlock_client *b = connect_client(f, fair_wait);
-    dlock_client *c = connect_client(f, fair_wait);
+    dlock_client *a = connect_client_cfg(f, (test_client_cfg){.fair_wait_ms = fair_wait});
+    dlock_client *b = connect_client_cfg(f, (test_client_cfg){.fair_wait_ms = fair_wait});
+    dlock_client *c = connect_client_cfg(f, (test_client_cfg){.fair_wait_ms = fair_wait});
     dlock_lock *la = new_fair(a, "layout");
     dlock_lock *lb = new_fair(b, "layout");
     dlock_lock *lc = new_fair(c, "layout");
@@ -431,8 +410,8 @@ test_name_with_a_brace_uses_queue_timeout_and_channel_without_extra_braces(void 
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *a = connect_client(f, 0);
-    dlock_client *b = connect_client(f, 0);
+    dlock_client *a = connect_client(f);
+    dlock_client *b = connect_client(f);
     const char *name = "acct{7}:fair";
     dlock_lock *la = new_fair(a, name);
     dlock_lock *lb = new_fair(b, name);
@@ -485,7 +464,7 @@ static void test_release_publishes_0_to_the_first_waiter_only_and_no_herd_follow
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
     enum { WAITERS = 4 };
-    dlock_client *a = connect_client(f, 0);
+    dlock_client *a = connect_client(f);
     dlock_client *c[WAITERS];
     dlock_lock *la = new_fair(a, "herd"), *l[WAITERS];
     atomic_store(&turns, 0);
@@ -494,7 +473,7 @@ static void test_release_publishes_0_to_the_first_waiter_only_and_no_herd_follow
     waiter w[WAITERS];
     pthread_t t[WAITERS];
     for (int i = 0; i < WAITERS; i++) {
-        c[i] = connect_client(f, 0);
+        c[i] = connect_client(f);
         l[i] = new_fair(c[i], "herd");
         w[i] = (waiter){.c = c[i], .l = l[i], .wait_ms = slack_ms(30000)};
         long long scripts_before = script_calls(f);
@@ -583,8 +562,8 @@ static void test_waiter_of_another_client_gets_the_lock_within_100_ms_of_the_rel
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *a = connect_client(f, 0);
-    dlock_client *b = connect_client(f, 0);
+    dlock_client *a = connect_client(f);
+    dlock_client *b = connect_client(f);
     dlock_lock *la = new_fair(a, "handoff");
     dlock_lock *lb = new_fair(b, "handoff");
     const int rounds = 5;
@@ -617,9 +596,9 @@ static void test_force_release_wakes_the_first_waiter_and_says_whether_it_was_he
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *a = connect_client(f, 0);
-    dlock_client *b = connect_client(f, 0);
-    dlock_client *c = connect_client(f, 0);
+    dlock_client *a = connect_client(f);
+    dlock_client *b = connect_client(f);
+    dlock_client *c = connect_client(f);
     dlock_lock *la = new_fair(a, "force-wake");
     dlock_lock *lb = new_fair(b, "force-wake");
     dlock_lock *lc = new_fair(c, "force-wake");
@@ -652,35 +631,6 @@ static void test_force_release_wakes_the_first_waiter_and_says_whether_it_was_he
 
 /* ---- no polling -------------------------------------------------------------------------- */
 
-/* Reads a MONITOR stream up to the line of `ECHO end_marker` and counts the commands that
- * came from TCP connections (the waiter's client; the holder and the fixture use the unix
- * socket, and commands run by scripts show as "lua"). Their names go to names. */
-static int monitor_count_tcp(redisContext *mon, const char *end_marker, char *names, size_t size) {
-    char marker[128];
-    snprintf(marker, sizeof(marker), "\"%s\"", end_marker);
-    int count = 0;
-    names[0] = '\0';
-    for (;;) {
-        void *m = NULL;
-        assert_int_equal(redisGetReply(mon, &m), REDIS_OK);
-        redisReply *r = m;
-        assert_int_equal(r->type, REDIS_REPLY_STATUS);
-        bool end = strstr(r->str, marker) != NULL;
-        const char *src = strstr(r->str, " 127.0.0.1:");
-        const char *cmd = src ? strstr(src, "] \"") : NULL;
-        if (!end && cmd) {
-            count++;
-            size_t used = strlen(names);
-            const char *name = cmd + 3;
-            size_t nlen = strcspn(name, "\"");
-            snprintf(names + used, size - used, "%s%.*s", used ? " " : "", (int)nlen, name);
-        }
-        freeReplyObject(r);
-        if (end)
-            return count;
-    }
-}
-
 static void test_waiter_sends_at_most_6_commands_during_a_1500_ms_wait(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
@@ -688,9 +638,10 @@ static void test_waiter_sends_at_most_6_commands_during_a_1500_ms_wait(void **st
     redis_fixture *f = NULL;
     assert_int_equal(redis_fixture_start(&fo, &f), 0);
     const int64_t fair_wait = 5000;
-    dlock_client *a = connect_client(f, fair_wait);
+    dlock_client *a = connect_client_cfg(f, (test_client_cfg){.fair_wait_ms = fair_wait});
     /* the waiter is the only client on TCP */
-    dlock_client *b = connect_url(redis_fixture_tcp_url(f), fair_wait, 0);
+    dlock_client *b = connect_client_cfg(
+        f, (test_client_cfg){.url = redis_fixture_tcp_url(f), .fair_wait_ms = fair_wait});
     dlock_lock *la = new_fair(a, "quiet");
     dlock_lock *lb = new_fair(b, "quiet");
     char field[FIELD_MAX], channel[512];
@@ -704,13 +655,7 @@ static void test_waiter_sends_at_most_6_commands_during_a_1500_ms_wait(void **st
     POLL_UNTIL(gone, numsub(f, channel) == 0 && queue_len(f, "quiet") == 0, slack_ms(1000));
     assert_true(gone);
 
-    redisContext *mon = redisConnectUnix(redis_fixture_socket(f));
-    assert_true(mon && mon->err == 0);
-    struct timeval tv = {.tv_sec = test_under_valgrind() ? 60 : 10};
-    redisSetTimeout(mon, tv);
-    redisReply *r = redisCommand(mon, "MONITOR");
-    assert_true(r && r->type == REDIS_REPLY_STATUS);
-    freeReplyObject(r);
+    redisContext *mon = monitor_open(f);
     long long total_before = redis_fixture_info_int(f, "stats", "total_commands_processed");
     long long scripts_before = script_calls(f);
     int64_t start = test_now_ms();
@@ -749,8 +694,8 @@ test_try_acquire_wait_0_on_a_held_lock_times_out_at_once_and_leaves_no_trace(voi
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *a = connect_client(f, 0);
-    dlock_client *b = connect_client(f, 0);
+    dlock_client *a = connect_client(f);
+    dlock_client *b = connect_client(f);
     dlock_lock *la = new_fair(a, "busy");
     dlock_lock *lb = new_fair(b, "busy");
     ASSERT_RC(dlock_lock_acquire(la, 30000), DLOCK_OK);
@@ -786,9 +731,9 @@ test_waiter_that_times_out_leaves_the_queue_at_once_and_the_next_is_not_delayed(
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
     const int64_t fair_wait = 5000; /* what a stale entry would cost the next waiter */
-    dlock_client *a = connect_client(f, fair_wait);
-    dlock_client *b = connect_client(f, fair_wait);
-    dlock_client *c = connect_client(f, fair_wait);
+    dlock_client *a = connect_client_cfg(f, (test_client_cfg){.fair_wait_ms = fair_wait});
+    dlock_client *b = connect_client_cfg(f, (test_client_cfg){.fair_wait_ms = fair_wait});
+    dlock_client *c = connect_client_cfg(f, (test_client_cfg){.fair_wait_ms = fair_wait});
     dlock_lock *la = new_fair(a, "gives-up");
     dlock_lock *lb = new_fair(b, "gives-up");
     dlock_lock *lc = new_fair(c, "gives-up");
@@ -838,7 +783,7 @@ static void test_newcomer_does_not_overtake_a_waiter_until_its_deadline_passes(v
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *c = connect_client(f, 0);
+    dlock_client *c = connect_client(f);
     dlock_lock *l = new_fair(c, "ghost");
     /* a waiter that never refreshes (its process is gone) is first in line for 1500 ms,
      * while the lock is free */
@@ -873,8 +818,8 @@ static void test_every_waiter_whose_deadline_passed_is_dropped_not_only_the_firs
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *a = connect_client(f, 0);
-    dlock_client *b = connect_client(f, 0);
+    dlock_client *a = connect_client(f);
+    dlock_client *b = connect_client(f);
     dlock_lock *la = new_fair(a, "expired");
     dlock_lock *lb = new_fair(b, "expired");
     ASSERT_RC(dlock_lock_acquire(la, 30000), DLOCK_OK);
@@ -973,8 +918,8 @@ test_sigkilled_waiting_process_delays_the_next_waiter_by_at_most_fair_wait_ms(vo
     if (got != 'C')
         fail_msg("the child could not make its client");
 
-    dlock_client *a = connect_client(f, fair_wait);
-    dlock_client *b = connect_client(f, fair_wait);
+    dlock_client *a = connect_client_cfg(f, (test_client_cfg){.fair_wait_ms = fair_wait});
+    dlock_client *b = connect_client_cfg(f, (test_client_cfg){.fair_wait_ms = fair_wait});
     dlock_lock *la = new_fair(a, "dead-waiter");
     dlock_lock *lb = new_fair(b, "dead-waiter");
     atomic_store(&turns, 0);
@@ -1033,10 +978,11 @@ test_live_waiters_keep_their_places_while_the_holder_holds_4_times_fair_wait_ms(
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
     const int64_t fair_wait = 1000, watchdog = 1500;
-    dlock_client *a = connect_url(redis_fixture_unix_url(f), fair_wait, watchdog);
-    dlock_client *b = connect_client(f, fair_wait);
-    dlock_client *c = connect_client(f, fair_wait);
-    dlock_client *d = connect_client(f, fair_wait);
+    dlock_client *a = connect_client_cfg(
+        f, (test_client_cfg){.fair_wait_ms = fair_wait, .watchdog_ms = watchdog});
+    dlock_client *b = connect_client_cfg(f, (test_client_cfg){.fair_wait_ms = fair_wait});
+    dlock_client *c = connect_client_cfg(f, (test_client_cfg){.fair_wait_ms = fair_wait});
+    dlock_client *d = connect_client_cfg(f, (test_client_cfg){.fair_wait_ms = fair_wait});
     dlock_lock *la = new_fair(a, "long-hold");
     dlock_lock *lb = new_fair(b, "long-hold");
     dlock_lock *lc = new_fair(c, "long-hold");
@@ -1111,39 +1057,13 @@ test_live_waiters_keep_their_places_while_the_holder_holds_4_times_fair_wait_ms(
 
 /* ---- lost leases ------------------------------------------------------------------------- */
 
-static struct {
-    pthread_mutex_t mu;
-    int calls;
-    uint64_t owner;
-    int reason;
-} lost = {.mu = PTHREAD_MUTEX_INITIALIZER};
-
-static void record_lost(dlock_lock *l, uint64_t owner, int reason, void *arg) {
-    (void)l;
-    (void)arg;
-    pthread_mutex_lock(&lost.mu);
-    lost.calls++;
-    lost.owner = owner;
-    lost.reason = reason;
-    pthread_mutex_unlock(&lost.mu);
-}
-
-static int lost_calls(void) {
-    pthread_mutex_lock(&lost.mu);
-    int n = lost.calls;
-    pthread_mutex_unlock(&lost.mu);
-    return n;
-}
-
 static void
 test_key_deleted_behind_the_holder_fires_the_lost_callback_once_and_release_is_elost(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
-    pthread_mutex_lock(&lost.mu);
-    lost.calls = 0;
-    pthread_mutex_unlock(&lost.mu);
+    lost_reset();
     redis_fixture *f = start_server();
-    dlock_client *c = connect_url(redis_fixture_unix_url(f), 0, 1500);
+    dlock_client *c = connect_client_cfg(f, (test_client_cfg){.watchdog_ms = 1500});
     dlock_lock *l = new_fair(c, "deleted");
     ASSERT_RC(dlock_lock_on_lost(l, record_lost, NULL), DLOCK_OK);
     ASSERT_RC(dlock_lock_acquire(l, DLOCK_WATCHDOG), DLOCK_OK);
@@ -1151,10 +1071,9 @@ test_key_deleted_behind_the_holder_fires_the_lost_callback_once_and_release_is_e
     bool fired = false;
     POLL_UNTIL(fired, lost_calls() >= 1, slack_ms(3000));
     assert_true(fired);
-    pthread_mutex_lock(&lost.mu);
+    lost_record lost = lost_get();
     assert_int_equal(lost.owner, dlock_thread_owner());
     assert_int_equal(lost.reason, DLOCK_ELOST);
-    pthread_mutex_unlock(&lost.mu);
     ASSERT_RC(dlock_lock_release(l), DLOCK_ELOST);
     ASSERT_RC(dlock_lock_release(l), DLOCK_ENOTOWNER);
     assert_int_equal(lost_calls(), 1);
@@ -1181,7 +1100,7 @@ static void test_bad_arguments_are_einval_without_any_io(void **state) {
     dlock_client *bad = (dlock_client *)&o;
     ASSERT_RC(dlock_client_new(&o, &bad), DLOCK_EINVAL);
     assert_ptr_equal(bad, (dlock_client *)&o);
-    dlock_client *c = connect_client(f, 0);
+    dlock_client *c = connect_client(f);
     dlock_lock *sentinel = (dlock_lock *)&o, *l = sentinel;
     ASSERT_RC(dlock_fairlock_new(NULL, "x", &l), DLOCK_EINVAL);
     ASSERT_RC(dlock_fairlock_new(c, NULL, &l), DLOCK_EINVAL);
@@ -1214,7 +1133,7 @@ static void test_lock_key_of_another_type_is_eredis_and_nothing_changes(void **s
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *c = connect_client(f, 0);
+    dlock_client *c = connect_client(f);
     dlock_lock *l = new_fair(c, "a-string");
     freeReplyObject(redis_fixture_cmd(f, "SET a-string hello"));
     ASSERT_RC(dlock_lock_try_acquire(l, 200, 1000), DLOCK_EREDIS);
@@ -1231,47 +1150,6 @@ static void test_lock_key_of_another_type_is_eredis_and_nothing_changes(void **s
 }
 
 /* ---- the async face: 500 waiters, and a handle freed under a waiting acquire ------------- */
-
-typedef struct app {
-    redis_fixture *f;
-    struct ev_loop *loop;
-    dlock_client *c[2];
-    ev_timer tick; /* keeps EVRUN_ONCE from blocking for long while we poll */
-} app;
-
-static void app_open(app *a, int64_t fair_wait_ms) {
-    memset(a, 0, sizeof(*a));
-    a->f = start_server();
-    a->loop = polling_loop_new(&a->tick);
-    for (int i = 0; i < 2; i++) {
-        dlock_options o;
-        dlock_options_init(&o);
-        o.url = redis_fixture_unix_url(a->f);
-        if (fair_wait_ms > 0)
-            o.fair_wait_ms = fair_wait_ms;
-        ASSERT_RC(dlock_client_new_on_loop(&o, a->loop, &a->c[i]), DLOCK_OK);
-    }
-}
-
-static void ping_done(dlock_client *c, int status, void *arg) {
-    (void)c;
-    *(int *)arg = status;
-}
-
-/* Handles freed on the loop thread go through the clients' queues: let them go first. */
-static void app_close(app *a) {
-    for (int i = 0; i < 2; i++) {
-        int status = 1;
-        ASSERT_RC(dlock_client_ping_async(a->c[i], ping_done, &status), DLOCK_OK);
-        bool ok = false;
-        RUN_LOOP_UNTIL(a->loop, ok, status != 1, slack_ms(5000));
-        assert_true(ok);
-    }
-    for (int i = 0; i < 2; i++)
-        ASSERT_RC(dlock_client_free(a->c[i]), DLOCK_OK);
-    polling_loop_free(a->loop, &a->tick);
-    redis_fixture_stop(a->f);
-}
 
 /* One async owner's acquire, recorded by its callback (which releases at once). */
 typedef struct async_waiter {
@@ -1313,17 +1191,18 @@ static void on_acquired_keep(dlock_lock *l, int status, void *arg) {
 static void test_500_async_waiters_of_two_clients_are_served_in_queue_order(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
-    app a;
+    loop_app a;
     /* no refresh falls in the test (one every 10 s): every message and script call
      * below is a hand-off's */
-    app_open(&a, 30000);
+    app_open(&a, &(test_client_cfg){.fair_wait_ms = 30000}, 2);
+    dlock_client *const clients[2] = {a.c, a.c2};
     long n = test_scaled(500);
     if (n < 50)
         n = 50;
     const char *name = "five-hundred";
     dlock_lock *l[2];
     for (int i = 0; i < 2; i++)
-        ASSERT_RC(dlock_fairlock_new(a.c[i], name, &l[i]), DLOCK_OK);
+        ASSERT_RC(dlock_fairlock_new(clients[i], name, &l[i]), DLOCK_OK);
     async_waiter holder = {.l = l[0], .owner = 1, .status = 1};
     async_turns = 0;
     ASSERT_RC(dlock_lock_acquire_async(l[0], 1, 0, 60000, on_acquired_keep, &holder), DLOCK_OK);
@@ -1364,7 +1243,7 @@ static void test_500_async_waiters_of_two_clients_are_served_in_queue_order(void
     for (long pos = 0; pos < n; pos++) {
         expected[pos] = -1;
         for (int k = 0; k < 2 && expected[pos] < 0; k++) {
-            const char *id = dlock_client_id(a.c[k]);
+            const char *id = dlock_client_id(clients[k]);
             size_t idlen = strlen(id);
             const char *s = r->element[pos]->str;
             if (strncmp(s, id, idlen) == 0 && s[idlen] == ':') {
@@ -1424,13 +1303,14 @@ static void
 test_async_waiter_whose_handle_is_freed_leaves_the_queue_and_the_next_is_not_delayed(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
-    app a;
-    app_open(&a, 0);
+    loop_app a;
+    app_open(&a, NULL, 2);
+    dlock_client *const clients[2] = {a.c, a.c2};
     const char *name = "canceled";
     dlock_lock *mine = NULL, *doomed = NULL, *other = NULL;
-    ASSERT_RC(dlock_fairlock_new(a.c[0], name, &mine), DLOCK_OK);
-    ASSERT_RC(dlock_fairlock_new(a.c[0], name, &doomed), DLOCK_OK);
-    ASSERT_RC(dlock_fairlock_new(a.c[1], name, &other), DLOCK_OK);
+    ASSERT_RC(dlock_fairlock_new(clients[0], name, &mine), DLOCK_OK);
+    ASSERT_RC(dlock_fairlock_new(clients[0], name, &doomed), DLOCK_OK);
+    ASSERT_RC(dlock_fairlock_new(clients[1], name, &other), DLOCK_OK);
     async_turns = 0;
     async_waiter holder = {.l = mine, .owner = 1, .status = 1};
     async_waiter canceled = {.l = doomed, .owner = 2, .status = 1};
@@ -1451,8 +1331,8 @@ test_async_waiter_whose_handle_is_freed_leaves_the_queue_and_the_next_is_not_del
     RUN_LOOP_UNTIL(a.loop, ok, queue_len(a.f, name) == 2, slack_ms(5000));
     assert_true(ok);
     char f2[FIELD_MAX], f3[FIELD_MAX], want[512], q[1024];
-    owner_field(a.c[0], 2, f2, sizeof(f2));
-    owner_field(a.c[1], 3, f3, sizeof(f3));
+    owner_field(clients[0], 2, f2, sizeof(f2));
+    owner_field(clients[1], 3, f3, sizeof(f3));
     snprintf(want, sizeof(want), "%s,%s,", f2, f3);
     queue_dump(a.f, name, q, sizeof(q));
     assert_string_equal(q, want);

@@ -36,18 +36,6 @@
 
 /* ---- helpers ----------------------------------------------------------------------------- */
 
-static dlock_client *connect_client(redis_fixture *f) {
-    dlock_options o;
-    dlock_options_init(&o);
-    o.url = redis_fixture_unix_url(f);
-    o.retry_delay_ms = 100;
-    dlock_client *c = NULL;
-    int rc = dlock_client_new(&o, &c);
-    if (rc != DLOCK_OK)
-        fail_msg("connect: %s (%s)", dlock_err_name(rc), dlock_last_error());
-    return c;
-}
-
 static dlock_latch *new_latch(dlock_client *c, const char *name) {
     dlock_latch *l = NULL;
     ASSERT_RC(dlock_latch_new(c, name, &l), DLOCK_OK);
@@ -542,31 +530,6 @@ test_every_call_on_a_hash_key_is_eredis_wrongtype_and_the_key_is_unchanged(void 
 
 /* ---- the async face ---------------------------------------------------------------------- */
 
-typedef struct app {
-    redis_fixture *f;
-    struct ev_loop *loop;
-    dlock_client *c;
-    dlock_latch *l;
-    ev_timer tick;
-} app;
-
-static void app_open(app *a, const char *name) {
-    memset(a, 0, sizeof(*a));
-    a->f = start_server();
-    a->loop = polling_loop_new(&a->tick);
-    a->c = connect_on_loop(a->f, a->loop);
-    ASSERT_RC(dlock_latch_new(a->c, name, &a->l), DLOCK_OK);
-    sync_with_client(a->loop, a->c, test_slack_ms(5000));
-}
-
-static void app_close(app *a) {
-    dlock_latch_free(a->l);
-    sync_with_client(a->loop, a->c, test_slack_ms(5000));
-    ASSERT_RC(dlock_client_free(a->c), DLOCK_OK);
-    polling_loop_free(a->loop, &a->tick);
-    redis_fixture_stop(a->f);
-}
-
 typedef struct done {
     int calls;
     int status;
@@ -589,21 +552,22 @@ static void record_done(dlock_latch *l, int status, void *arg) {
 static void test_async_await_completes_after_the_second_async_count_down_once_each(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
-    app a;
-    app_open(&a, "async-latch");
+    loop_app a;
+    app_open(&a, NULL, 1);
+    ASSERT_RC(dlock_latch_new(a.c, "async-latch", &a.latch), DLOCK_OK);
     callbacks_so_far = 0;
     done await = {0}, down1 = {0}, down2 = {0}, look = {0}, after = {0};
     bool ok = false;
     freeReplyObject(redis_fixture_cmd(a.f, "SET async-latch 2")); /* as try_set_count does */
 
-    ASSERT_RC(dlock_latch_await_async(a.l, 0, record_done, &look), DLOCK_OK);
+    ASSERT_RC(dlock_latch_await_async(a.latch, 0, record_done, &look), DLOCK_OK);
     assert_int_equal(look.calls, 0); /* never inside the call */
     RUN_LOOP_UNTIL(a.loop, ok, look.calls > 0, test_slack_ms(5000));
     assert_true(ok);
     ASSERT_RC(look.status, DLOCK_ETIMEDOUT);
 
     long long gets_before = get_calls(a.f);
-    ASSERT_RC(dlock_latch_await_async(a.l, DLOCK_FOREVER, record_done, &await), DLOCK_OK);
+    ASSERT_RC(dlock_latch_await_async(a.latch, DLOCK_FOREVER, record_done, &await), DLOCK_OK);
     assert_int_equal(await.calls, 0);
     RUN_LOOP_UNTIL(a.loop, ok,
                    numsub(a.f, "redisson_countdownlatch__channel__{async-latch}") == 1 &&
@@ -611,29 +575,29 @@ static void test_async_await_completes_after_the_second_async_count_down_once_ea
                    test_slack_ms(5000));
     assert_true(ok);
 
-    ASSERT_RC(dlock_latch_count_down_async(a.l, record_done, &down1), DLOCK_OK);
+    ASSERT_RC(dlock_latch_count_down_async(a.latch, record_done, &down1), DLOCK_OK);
     assert_int_equal(down1.calls, 0);
     RUN_LOOP_UNTIL(a.loop, ok, down1.calls > 0, test_slack_ms(5000));
     assert_true(ok);
     ASSERT_RC(down1.status, DLOCK_OK);
-    assert_ptr_equal(down1.l, a.l);
+    assert_ptr_equal(down1.l, a.latch);
     run_loop_for(a.loop, 100);
     assert_int_equal(await.calls, 0);
     assert_int_equal(redis_fixture_int(a.f, "GET async-latch"), 1);
 
-    ASSERT_RC(dlock_latch_count_down_async(a.l, record_done, &down2), DLOCK_OK);
+    ASSERT_RC(dlock_latch_count_down_async(a.latch, record_done, &down2), DLOCK_OK);
     assert_int_equal(down2.calls, 0);
     RUN_LOOP_UNTIL(a.loop, ok, await.calls > 0, test_slack_ms(5000));
     assert_true(ok);
     ASSERT_RC(await.status, DLOCK_OK);
-    assert_ptr_equal(await.l, a.l);
+    assert_ptr_equal(await.l, a.latch);
     assert_int_equal(down2.calls, 1);
     assert_true(down2.order < await.order);
     ASSERT_BETWEEN(await.at_ms - down2.at_ms, 0, test_slack_ms(100));
     assert_int_equal(redis_fixture_int(a.f, "EXISTS async-latch"), 0);
 
     /* finished: await is OK through the callback, still not inside the call */
-    ASSERT_RC(dlock_latch_await_async(a.l, 0, record_done, &after), DLOCK_OK);
+    ASSERT_RC(dlock_latch_await_async(a.latch, 0, record_done, &after), DLOCK_OK);
     assert_int_equal(after.calls, 0);
     RUN_LOOP_UNTIL(a.loop, ok, after.calls > 0, test_slack_ms(5000));
     assert_true(ok);
@@ -654,20 +618,21 @@ static void test_async_await_completes_after_the_second_async_count_down_once_ea
 static void test_latch_free_with_a_waiting_async_await_calls_it_back_canceled_once(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
-    app a;
-    app_open(&a, "async-canceled");
+    loop_app a;
+    app_open(&a, NULL, 1);
+    ASSERT_RC(dlock_latch_new(a.c, "async-canceled", &a.latch), DLOCK_OK);
     done await = {0};
     bool ok = false;
     freeReplyObject(redis_fixture_cmd(a.f, "SET async-canceled 1"));
-    ASSERT_RC(dlock_latch_await_async(a.l, DLOCK_FOREVER, record_done, &await), DLOCK_OK);
+    ASSERT_RC(dlock_latch_await_async(a.latch, DLOCK_FOREVER, record_done, &await), DLOCK_OK);
     RUN_LOOP_UNTIL(a.loop, ok,
                    numsub(a.f, "redisson_countdownlatch__channel__{async-canceled}") == 1,
                    test_slack_ms(5000));
     assert_true(ok);
     run_loop_for(a.loop, 20);
     assert_int_equal(await.calls, 0);
-    dlock_latch_free(a.l);
-    a.l = NULL;
+    dlock_latch_free(a.latch);
+    a.latch = NULL;
     assert_int_equal(await.calls, 0); /* not inside the call */
     RUN_LOOP_UNTIL(a.loop, ok, await.calls > 0, test_slack_ms(5000));
     assert_true(ok);

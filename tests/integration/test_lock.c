@@ -42,21 +42,6 @@
 
 /* ---- helpers ----------------------------------------------------------------------------- */
 
-/* A blocking-face client on f; watchdog_ms 0 keeps the default. */
-static dlock_client *connect_client(redis_fixture *f, int64_t watchdog_ms) {
-    dlock_options o;
-    dlock_options_init(&o);
-    o.url = redis_fixture_unix_url(f);
-    if (watchdog_ms > 0)
-        o.watchdog_ms = watchdog_ms;
-    o.retry_delay_ms = 100;
-    dlock_client *c = NULL;
-    int rc = dlock_client_new(&o, &c);
-    if (rc != DLOCK_OK)
-        fail_msg("connect: %s (%s)", dlock_err_name(rc), dlock_last_error());
-    return c;
-}
-
 static dlock_lock *new_lock(dlock_client *c, const char *name) {
     dlock_lock *l = NULL;
     ASSERT_RC(dlock_lock_new(c, name, &l), DLOCK_OK);
@@ -93,47 +78,6 @@ static void on_other_thread(void *(*fn)(void *), void *arg) {
     assert_int_equal(pthread_join(t, NULL), 0);
 }
 
-/* ---- the lost callback's record (static: the loop thread writes it) ---------------------- */
-
-static struct {
-    pthread_mutex_t mu;
-    int calls;
-    dlock_lock *lock;
-    uint64_t owner;
-    int reason;
-    void *arg;
-    int64_t first_ms;
-} lost = {.mu = PTHREAD_MUTEX_INITIALIZER};
-
-static void lost_reset(void) {
-    pthread_mutex_lock(&lost.mu);
-    lost.calls = 0;
-    lost.lock = NULL;
-    lost.owner = 0;
-    lost.reason = 0;
-    lost.arg = NULL;
-    lost.first_ms = 0;
-    pthread_mutex_unlock(&lost.mu);
-}
-
-static void record_lost(dlock_lock *l, uint64_t owner, int reason, void *arg) {
-    pthread_mutex_lock(&lost.mu);
-    if (lost.calls++ == 0)
-        lost.first_ms = test_now_ms();
-    lost.lock = l;
-    lost.owner = owner;
-    lost.reason = reason;
-    lost.arg = arg;
-    pthread_mutex_unlock(&lost.mu);
-}
-
-static int lost_calls(void) {
-    pthread_mutex_lock(&lost.mu);
-    int n = lost.calls;
-    pthread_mutex_unlock(&lost.mu);
-    return n;
-}
-
 /* ---- hold counts and ownership ----------------------------------------------------------- */
 
 static void
@@ -142,7 +86,7 @@ test_hold_count_goes_0_1_0_2_1_0_through_acquire_release_acquire_acquire_release
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *c = connect_client(f, 0);
+    dlock_client *c = connect_client(f);
     dlock_lock *l = new_lock(c, "counted");
     int64_t seen[6];
     ASSERT_RC(dlock_lock_hold_count(l, &seen[0]), DLOCK_OK);
@@ -187,7 +131,7 @@ static void test_is_held_from_another_thread_is_false_while_this_thread_holds(vo
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *c = connect_client(f, 0);
+    dlock_client *c = connect_client(f);
     dlock_lock *l = new_lock(c, "mine");
     ASSERT_RC(dlock_lock_acquire(l, DLOCK_WATCHDOG), DLOCK_OK);
     bool held = false, locked = false;
@@ -223,7 +167,7 @@ static void test_release_by_another_thread_is_enotowner_and_the_lock_stays_held(
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *c = connect_client(f, 0);
+    dlock_client *c = connect_client(f);
     dlock_lock *l = new_lock(c, "not-yours");
     ASSERT_RC(dlock_lock_acquire(l, 20000), DLOCK_OK);
     ASSERT_RC(dlock_lock_acquire(l, 20000), DLOCK_OK);
@@ -252,8 +196,8 @@ static void test_release_by_another_client_is_enotowner_and_the_lock_stays_held(
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *a = connect_client(f, 0);
-    dlock_client *b = connect_client(f, 0);
+    dlock_client *a = connect_client(f);
+    dlock_client *b = connect_client(f);
     dlock_lock *la = new_lock(a, "other-client");
     dlock_lock *lb = new_lock(b, "other-client");
     ASSERT_RC(dlock_lock_acquire(la, 20000), DLOCK_OK);
@@ -278,8 +222,8 @@ static void test_two_handles_of_one_name_in_one_thread_are_one_reentrant_lock(vo
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *c = connect_client(f, 0);
-    dlock_client *other = connect_client(f, 0);
+    dlock_client *c = connect_client(f);
+    dlock_client *other = connect_client(f);
     dlock_lock *first = new_lock(c, "two-handles");
     dlock_lock *second = new_lock(c, "two-handles");
     dlock_lock *theirs = new_lock(other, "two-handles");
@@ -310,8 +254,8 @@ static void test_try_acquire_wait_0_on_a_held_lock_times_out_at_once(void **stat
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *a = connect_client(f, 0);
-    dlock_client *b = connect_client(f, 0);
+    dlock_client *a = connect_client(f);
+    dlock_client *b = connect_client(f);
     dlock_lock *la = new_lock(a, "busy");
     dlock_lock *lb = new_lock(b, "busy");
     ASSERT_RC(dlock_lock_acquire(la, 30000), DLOCK_OK);
@@ -337,8 +281,8 @@ static void test_try_acquire_wait_500_on_a_held_lock_times_out_after_450_to_1200
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *a = connect_client(f, 0);
-    dlock_client *b = connect_client(f, 0);
+    dlock_client *a = connect_client(f);
+    dlock_client *b = connect_client(f);
     dlock_lock *la = new_lock(a, "busy-500");
     dlock_lock *lb = new_lock(b, "busy-500");
     ASSERT_RC(dlock_lock_acquire(la, 30000), DLOCK_OK);
@@ -364,7 +308,7 @@ static void test_ttl_is_minus_2_when_not_locked(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *c = connect_client(f, 0);
+    dlock_client *c = connect_client(f);
     dlock_lock *l = new_lock(c, "ttl-free");
     int64_t ttl = 0;
     ASSERT_RC(dlock_lock_ttl(l, &ttl), DLOCK_OK);
@@ -382,7 +326,7 @@ static void test_ttl_follows_an_explicit_lease(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *c = connect_client(f, 0);
+    dlock_client *c = connect_client(f);
     dlock_lock *l = new_lock(c, "ttl-lease");
     ASSERT_RC(dlock_lock_acquire(l, 10000), DLOCK_OK);
     int64_t ttl = 0;
@@ -399,7 +343,7 @@ static void test_ttl_follows_watchdog_ms_with_the_watchdog(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *c = connect_client(f, 7000);
+    dlock_client *c = connect_client_cfg(f, (test_client_cfg){.watchdog_ms = 7000});
     dlock_lock *l = new_lock(c, "ttl-watchdog");
     ASSERT_RC(dlock_lock_acquire(l, DLOCK_WATCHDOG), DLOCK_OK);
     int64_t ttl = 0;
@@ -416,7 +360,7 @@ test_ttl_is_minus_1_for_a_lock_without_expiry_and_its_waiter_times_out_on_time(v
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *c = connect_client(f, 0);
+    dlock_client *c = connect_client(f);
     dlock_lock *l = new_lock(c, "no-expiry");
     /* a holder (e.g. another library) that set no lease */
     freeReplyObject(redis_fixture_cmd(f, "HSET no-expiry someone-else:1 1"));
@@ -437,7 +381,7 @@ static void test_reentrant_acquire_resets_the_ttl_to_its_lease(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *c = connect_client(f, 0);
+    dlock_client *c = connect_client(f);
     dlock_lock *l = new_lock(c, "ttl-reset");
     int64_t ttl = 0;
     ASSERT_RC(dlock_lock_acquire(l, 20000), DLOCK_OK);
@@ -463,8 +407,8 @@ test_explicit_lease_expiry_lets_another_client_in_and_the_first_release_is_elost
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *a = connect_client(f, 0);
-    dlock_client *b = connect_client(f, 0);
+    dlock_client *a = connect_client(f);
+    dlock_client *b = connect_client(f);
     dlock_lock *la = new_lock(a, "short-lease");
     dlock_lock *lb = new_lock(b, "short-lease");
     ASSERT_RC(dlock_lock_acquire(la, 300), DLOCK_OK);
@@ -495,8 +439,8 @@ static void test_watchdog_keeps_the_lock_held_for_four_periods(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *a = connect_client(f, 1500);
-    dlock_client *b = connect_client(f, 0);
+    dlock_client *a = connect_client_cfg(f, (test_client_cfg){.watchdog_ms = 1500});
+    dlock_client *b = connect_client(f);
     dlock_lock *la = new_lock(a, "kept");
     dlock_lock *lb = new_lock(b, "kept");
     ASSERT_RC(dlock_lock_acquire(la, DLOCK_WATCHDOG), DLOCK_OK);
@@ -587,7 +531,7 @@ static void test_holder_process_killed_with_sigkill_frees_the_lock_within_its_le
     close(p[0]);
     if (got != 'A')
         fail_msg("the holder child could not take the lock");
-    dlock_client *c = connect_client(f, 0);
+    dlock_client *c = connect_client(f);
     dlock_lock *l = new_lock(c, "crashed-holder");
     /* the child's watchdog renews: its PTTL goes back up at least once */
     long long lowest = pttl_of(f, "crashed-holder");
@@ -656,8 +600,8 @@ static void test_waiter_of_another_client_gets_the_lock_within_100_ms_of_the_rel
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *a = connect_client(f, 0);
-    dlock_client *b = connect_client(f, 0);
+    dlock_client *a = connect_client(f);
+    dlock_client *b = connect_client(f);
     dlock_lock *la = new_lock(a, "handoff");
     dlock_lock *lb = new_lock(b, "handoff");
     const int rounds = 5;
@@ -685,42 +629,13 @@ static void test_waiter_of_another_client_gets_the_lock_within_100_ms_of_the_rel
     redis_fixture_stop(f);
 }
 
-/* Reads a MONITOR stream up to the line of `ECHO end_marker` and counts the commands that
- * came from TCP connections (the waiter's client; the holder and the fixture use the unix
- * socket, and commands run by scripts show as "lua"). Their names go to names. */
-static int monitor_count_tcp(redisContext *mon, const char *end_marker, char *names, size_t size) {
-    char marker[128];
-    snprintf(marker, sizeof(marker), "\"%s\"", end_marker);
-    int count = 0;
-    names[0] = '\0';
-    for (;;) {
-        void *m = NULL;
-        assert_int_equal(redisGetReply(mon, &m), REDIS_OK);
-        redisReply *r = m;
-        assert_int_equal(r->type, REDIS_REPLY_STATUS);
-        bool end = strstr(r->str, marker) != NULL;
-        const char *src = strstr(r->str, " 127.0.0.1:");
-        const char *cmd = src ? strstr(src, "] \"") : NULL;
-        if (!end && cmd) {
-            count++;
-            size_t used = strlen(names);
-            const char *name = cmd + 3;
-            size_t nlen = strcspn(name, "\"");
-            snprintf(names + used, size - used, "%s%.*s", used ? " " : "", (int)nlen, name);
-        }
-        freeReplyObject(r);
-        if (end)
-            return count;
-    }
-}
-
 static void test_waiter_sends_at_most_5_commands_during_a_1500_ms_wait(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture_opts fo = {.tcp = true};
     redis_fixture *f = NULL;
     assert_int_equal(redis_fixture_start(&fo, &f), 0);
-    dlock_client *a = connect_client(f, 0);
+    dlock_client *a = connect_client(f);
     dlock_options o;
     dlock_options_init(&o);
     o.url = redis_fixture_tcp_url(f); /* the waiter is the only client on TCP */
@@ -737,13 +652,7 @@ static void test_waiter_sends_at_most_5_commands_during_a_1500_ms_wait(void **st
     POLL_UNTIL(gone, numsub(f, channel) == 0, slack_ms(1000));
     assert_true(gone);
 
-    redisContext *mon = redisConnectUnix(redis_fixture_socket(f));
-    assert_true(mon && mon->err == 0);
-    struct timeval tv = {.tv_sec = test_under_valgrind() ? 60 : 10};
-    redisSetTimeout(mon, tv);
-    redisReply *r = redisCommand(mon, "MONITOR");
-    assert_true(r && r->type == REDIS_REPLY_STATUS);
-    freeReplyObject(r);
+    redisContext *mon = monitor_open(f);
     long long total_before = redis_fixture_info_int(f, "stats", "total_commands_processed");
     long long scripts_before = script_calls(f);
     int64_t start = test_now_ms();
@@ -781,7 +690,7 @@ test_key_deleted_behind_the_holder_fires_the_lost_callback_once_and_release_is_e
     test_watchdog_arm(BUDGET_S, __func__);
     lost_reset();
     redis_fixture *f = start_server();
-    dlock_client *c = connect_client(f, 1500);
+    dlock_client *c = connect_client_cfg(f, (test_client_cfg){.watchdog_ms = 1500});
     dlock_lock *l = new_lock(c, "deleted");
     int cookie = 0;
     ASSERT_RC(dlock_lock_on_lost(l, record_lost, &cookie), DLOCK_OK);
@@ -792,13 +701,12 @@ test_key_deleted_behind_the_holder_fires_the_lost_callback_once_and_release_is_e
     bool fired = false;
     POLL_UNTIL(fired, lost_calls() >= 1, slack_ms(3000));
     assert_true(fired);
-    pthread_mutex_lock(&lost.mu);
+    lost_record lost = lost_get();
     int64_t after_ms = lost.first_ms - deleted_at;
     assert_ptr_equal(lost.lock, l);
     assert_int_equal(lost.owner, dlock_thread_owner());
     assert_int_equal(lost.reason, DLOCK_ELOST);
     assert_ptr_equal(lost.arg, &cookie);
-    pthread_mutex_unlock(&lost.mu);
     ASSERT_BETWEEN(after_ms, 0, slack_ms(1000)); /* a tick is 500 ms */
     test_sleep_ms(1200);                         /* more ticks: no second report */
     assert_int_equal(lost_calls(), 1);
@@ -834,7 +742,7 @@ static void test_server_restarted_empty_fires_the_lost_callback_and_release_is_e
     test_watchdog_arm(BUDGET_S, __func__);
     lost_reset();
     redis_fixture *f = start_server();
-    dlock_client *c = connect_client(f, 1500);
+    dlock_client *c = connect_client_cfg(f, (test_client_cfg){.watchdog_ms = 1500});
     dlock_lock *l = new_lock(c, "restarted");
     ASSERT_RC(dlock_lock_on_lost(l, record_lost, NULL), DLOCK_OK);
     ASSERT_RC(dlock_lock_acquire(l, DLOCK_WATCHDOG), DLOCK_OK);
@@ -844,12 +752,11 @@ static void test_server_restarted_empty_fires_the_lost_callback_and_release_is_e
     bool fired = false;
     POLL_UNTIL(fired, lost_calls() >= 1, slack_ms(5000));
     assert_true(fired);
-    pthread_mutex_lock(&lost.mu);
+    lost_record lost = lost_get();
     int64_t after_ms = lost.first_ms - restarted_at;
     int reason = lost.reason;
     assert_ptr_equal(lost.lock, l);
     assert_int_equal(lost.owner, dlock_thread_owner());
-    pthread_mutex_unlock(&lost.mu);
     /* ELOST when a renewal found it gone; ECONN if none could be confirmed in time */
     assert_true(reason == DLOCK_ELOST || reason == DLOCK_ECONN);
     ASSERT_RC(dlock_lock_release(l), DLOCK_ELOST);
@@ -870,8 +777,8 @@ static void test_force_release_by_another_client_fires_the_holders_lost_callback
     test_watchdog_arm(BUDGET_S, __func__);
     lost_reset();
     redis_fixture *f = start_server();
-    dlock_client *a = connect_client(f, 1500);
-    dlock_client *b = connect_client(f, 0);
+    dlock_client *a = connect_client_cfg(f, (test_client_cfg){.watchdog_ms = 1500});
+    dlock_client *b = connect_client(f);
     dlock_lock *la = new_lock(a, "forced");
     dlock_lock *lb = new_lock(b, "forced");
     ASSERT_RC(dlock_lock_on_lost(la, record_lost, NULL), DLOCK_OK);
@@ -883,12 +790,11 @@ static void test_force_release_by_another_client_fires_the_holders_lost_callback
     bool fired = false;
     POLL_UNTIL(fired, lost_calls() >= 1, slack_ms(3000));
     assert_true(fired);
-    pthread_mutex_lock(&lost.mu);
+    lost_record lost = lost_get();
     int64_t after_ms = lost.first_ms - forced_at;
     assert_ptr_equal(lost.lock, la);
     assert_int_equal(lost.owner, dlock_thread_owner());
     assert_int_equal(lost.reason, DLOCK_ELOST);
-    pthread_mutex_unlock(&lost.mu);
     ASSERT_BETWEEN(after_ms, 0, slack_ms(1000));
     ASSERT_RC(dlock_lock_release(la), DLOCK_ELOST);
     assert_int_equal(lost_calls(), 1);
@@ -906,7 +812,7 @@ static void test_force_release_says_whether_the_lock_was_held(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *c = connect_client(f, 0);
+    dlock_client *c = connect_client(f);
     dlock_lock *l = new_lock(c, "force-flag");
     bool was_locked = true;
     ASSERT_RC(dlock_lock_force_release(l, &was_locked), DLOCK_OK);
@@ -928,8 +834,8 @@ static void test_force_release_wakes_a_waiter_of_another_client(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *a = connect_client(f, 0);
-    dlock_client *b = connect_client(f, 0);
+    dlock_client *a = connect_client(f);
+    dlock_client *b = connect_client(f);
     dlock_lock *la = new_lock(a, "force-wake");
     dlock_lock *lb = new_lock(b, "force-wake");
     /* a 60 s lease: only the force release's message can let the waiter in soon */
@@ -1014,7 +920,7 @@ test_fenced_tokens_strictly_increase_across_clients_owners_and_reentrant_acquire
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *c[2] = {connect_client(f, 0), connect_client(f, 0)};
+    dlock_client *c[2] = {connect_client(f), connect_client(f)};
     dlock_lock *l[2] = {new_fenced(c[0], "fence"), new_fenced(c[1], "fence")};
     long rounds = test_scaled(60);
     pthread_mutex_lock(&fence.mu);
@@ -1059,7 +965,7 @@ static void test_token_of_a_plain_lock_is_einval(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *c = connect_client(f, 0);
+    dlock_client *c = connect_client(f);
     dlock_lock *l = new_lock(c, "plain");
     ASSERT_RC(dlock_lock_acquire(l, 10000), DLOCK_OK);
     uint64_t token = 12345;
@@ -1089,7 +995,7 @@ static void test_token_before_any_acquire_is_enotowner(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *c = connect_client(f, 0);
+    dlock_client *c = connect_client(f);
     dlock_lock *l = new_fenced(c, "fenced-fresh");
     uint64_t token = 777;
     ASSERT_RC(dlock_lock_token(l, &token), DLOCK_ENOTOWNER);
@@ -1115,7 +1021,7 @@ test_layout_is_a_hash_of_client_id_colon_owner_to_hold_count_with_the_lease_as_p
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *c = connect_client(f, 0);
+    dlock_client *c = connect_client(f);
     dlock_lock *l = new_fenced(c, "layout");
     ASSERT_RC(dlock_lock_acquire(l, 20000), DLOCK_OK);
     ASSERT_RC(dlock_lock_acquire(l, 20000), DLOCK_OK);
@@ -1164,7 +1070,7 @@ static void check_channel_and_token_key(const char *name, const char *channel,
     assert_int_equal(r->type, REDIS_REPLY_ARRAY);
     freeReplyObject(r);
 
-    dlock_client *c = connect_client(f, 0);
+    dlock_client *c = connect_client(f);
     dlock_lock *l = new_fenced(c, name);
     ASSERT_RC(dlock_lock_acquire(l, 20000), DLOCK_OK);
     ASSERT_RC(dlock_lock_acquire(l, 20000), DLOCK_OK);
@@ -1226,7 +1132,7 @@ static void test_bad_arguments_are_einval_without_any_io(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *c = connect_client(f, 0);
+    dlock_client *c = connect_client(f);
     dlock_lock *l = new_lock(c, "valid");
     dlock_lock *fl = new_fenced(c, "valid-fenced");
     long long before = redis_fixture_info_int(f, "stats", "total_commands_processed");
@@ -1289,7 +1195,7 @@ static void test_name_over_64_kib_is_einval_and_64_kib_works(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *c = connect_client(f, 0);
+    dlock_client *c = connect_client(f);
     size_t max = 64 * 1024;
     char *name = malloc(max + 2);
     memset(name, 'n', max + 1);
@@ -1320,7 +1226,7 @@ static void test_long_binary_ish_name_with_spaces_braces_and_utf8_works(void **s
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *c = connect_client(f, 0);
+    dlock_client *c = connect_client(f);
     const char *piece = "lock name \xc3\xa9t\xc3\xa9 {tag} \xe2\x82\xac\t\xf0\x9f\x94\x92 % ";
     size_t want_len = 10 * 1024, plen = strlen(piece);
     char *name = malloc(want_len + plen + 1);
@@ -1370,7 +1276,7 @@ test_lock_key_of_another_type_is_eredis_wrongtype_and_the_key_is_unchanged(void 
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *c = connect_client(f, 0);
+    dlock_client *c = connect_client(f);
     dlock_lock *l = new_lock(c, "a-string");
     freeReplyObject(redis_fixture_cmd(f, "SET a-string x"));
     ASSERT_RC(dlock_lock_acquire(l, 10000), DLOCK_EREDIS);
@@ -1397,7 +1303,7 @@ static void test_force_release_of_a_string_key_is_eredis_and_the_key_is_unchange
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *c = connect_client(f, 0);
+    dlock_client *c = connect_client(f);
     dlock_lock *l = new_lock(c, "a-string");
     freeReplyObject(redis_fixture_cmd(f, "SET a-string x PX 50000"));
     bool was_locked = false;
@@ -1438,7 +1344,7 @@ test_acquire_script_sent_twice_with_the_same_belief_takes_one_hold_and_one_token
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *c = connect_client(f, 0);
+    dlock_client *c = connect_client(f);
     const char *field = "0b7b5a80-0000-4000-8000-000000000001:42";
     const char *N = "resent", *T = "redisson_lock_token:{resent}";
     enum dlock__script_id acq = DLOCK__SCRIPT_LOCK_ACQUIRE;
@@ -1475,7 +1381,7 @@ static void test_release_script_sent_twice_with_the_same_belief_removes_one_hold
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *c = connect_client(f, 0);
+    dlock_client *c = connect_client(f);
     const char *field = "0b7b5a80-0000-4000-8000-000000000001:42";
     const char *N = "resent-release", *CH = "redisson_lock__channel:{resent-release}";
     freeReplyObject(redis_fixture_cmd(f, "HSET resent-release %s 3", field));
@@ -1503,7 +1409,7 @@ static void test_release_script_drops_holds_the_client_never_learned_of(void **s
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *c = connect_client(f, 0);
+    dlock_client *c = connect_client(f);
     const char *field = "0b7b5a80-0000-4000-8000-000000000001:42";
     const char *N = "orphans", *CH = "redisson_lock__channel:{orphans}";
     /* 3 holds in Redis, the client believes 1 (two acquires it reported failed were

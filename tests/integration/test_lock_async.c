@@ -30,41 +30,6 @@
 
 /* ---- the application: a loop, a client on it, one lock ---------------------------------- */
 
-typedef struct app {
-    redis_fixture *f;
-    struct ev_loop *loop;
-    dlock_client *c;
-    dlock_lock *l;
-    ev_timer tick; /* keeps EVRUN_ONCE from blocking for long while we poll */
-} app;
-
-static void app_open_kind(app *a, const char *name, int64_t watchdog_ms, bool fenced) {
-    memset(a, 0, sizeof(*a));
-    assert_int_equal(redis_fixture_start(NULL, &a->f), 0);
-    a->loop = polling_loop_new(&a->tick);
-    dlock_options o;
-    dlock_options_init(&o);
-    o.url = redis_fixture_unix_url(a->f);
-    if (watchdog_ms > 0)
-        o.watchdog_ms = watchdog_ms;
-    ASSERT_RC(dlock_client_new_on_loop(&o, a->loop, &a->c), DLOCK_OK);
-    ASSERT_RC(fenced ? dlock_fencedlock_new(a->c, name, &a->l) : dlock_lock_new(a->c, name, &a->l),
-              DLOCK_OK);
-    sync_with_client(a->loop, a->c, slack_ms(5000)); /* connected */
-}
-
-static void app_open(app *a, const char *name, int64_t watchdog_ms) {
-    app_open_kind(a, name, watchdog_ms, false);
-}
-
-static void app_close(app *a) {
-    dlock_lock_free(a->l); /* on the loop thread: it goes through the client's queue */
-    sync_with_client(a->loop, a->c, slack_ms(5000));
-    ASSERT_RC(dlock_client_free(a->c), DLOCK_OK);
-    polling_loop_free(a->loop, &a->tick);
-    redis_fixture_stop(a->f);
-}
-
 /* ---- completion records ------------------------------------------------------------------ */
 
 typedef struct done {
@@ -100,7 +65,7 @@ static void hash_dump(redis_fixture *f, const char *key, char *buf, size_t size)
     freeReplyObject(r);
 }
 
-static void expect_holder(app *a, uint64_t owner, int count) {
+static void expect_holder(loop_app *a, uint64_t owner, int count) {
     char want[256], dump[512];
     snprintf(want, sizeof(want), "%s:%llu=%d;", dlock_client_id(a->c), (unsigned long long)owner,
              count);
@@ -114,8 +79,9 @@ static void
 test_async_second_owner_waits_until_the_first_releases_then_gets_the_lock(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
-    app a;
-    app_open(&a, "async-handoff", 0);
+    loop_app a;
+    app_open(&a, NULL, 1);
+    ASSERT_RC(dlock_lock_new(a.c, "async-handoff", &a.l), DLOCK_OK);
     callbacks_so_far = 0;
     done acq_a = {0}, acq_b = {0}, rel_a = {0}, rel_b = {0};
     bool ok = false;
@@ -173,8 +139,9 @@ static void
 test_async_release_by_an_owner_that_holds_nothing_is_enotowner_through_the_callback(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
-    app a;
-    app_open(&a, "async-notowner", 0);
+    loop_app a;
+    app_open(&a, NULL, 1);
+    ASSERT_RC(dlock_lock_new(a.c, "async-notowner", &a.l), DLOCK_OK);
     callbacks_so_far = 0;
     done acq_a = {0}, rel_c = {0}, rel_a = {0}, rel_again = {0};
     bool ok = false;
@@ -207,8 +174,9 @@ test_async_release_by_an_owner_that_holds_nothing_is_enotowner_through_the_callb
 static void test_async_acquire_with_wait_0_on_a_held_lock_calls_back_etimedout(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
-    app a;
-    app_open(&a, "async-busy", 0);
+    loop_app a;
+    app_open(&a, NULL, 1);
+    ASSERT_RC(dlock_lock_new(a.c, "async-busy", &a.l), DLOCK_OK);
     callbacks_so_far = 0;
     done acq_a = {0}, acq_b = {0}, rel_a = {0};
     bool ok = false;
@@ -232,8 +200,9 @@ static void test_async_acquire_with_wait_0_on_a_held_lock_calls_back_etimedout(v
 static void test_async_owner_0_or_null_callback_is_einval_without_io(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
-    app a;
-    app_open(&a, "async-einval", 0);
+    loop_app a;
+    app_open(&a, NULL, 1);
+    ASSERT_RC(dlock_lock_new(a.c, "async-einval", &a.l), DLOCK_OK);
     callbacks_so_far = 0;
     done d = {0};
     long long before = redis_fixture_info_int(a.f, "stats", "total_commands_processed");
@@ -257,8 +226,9 @@ static void test_async_owner_0_or_null_callback_is_einval_without_io(void **stat
 static void test_async_watchdog_hold_is_renewed_on_the_application_loop(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
-    app a;
-    app_open(&a, "async-renewed", 1500);
+    loop_app a;
+    app_open(&a, &(test_client_cfg){.watchdog_ms = 1500}, 1);
+    ASSERT_RC(dlock_lock_new(a.c, "async-renewed", &a.l), DLOCK_OK);
     done acq = {0}, rel = {0};
     bool ok = false;
     ASSERT_RC(dlock_lock_acquire_async(a.l, OWNER_A, 0, DLOCK_WATCHDOG, record_done, &acq),
@@ -288,8 +258,9 @@ static void test_async_watchdog_hold_is_renewed_on_the_application_loop(void **s
 static void test_lock_free_with_a_waiting_async_acquire_calls_it_back_canceled_once(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
-    app a;
-    app_open(&a, "async-canceled", 0);
+    loop_app a;
+    app_open(&a, NULL, 1);
+    ASSERT_RC(dlock_lock_new(a.c, "async-canceled", &a.l), DLOCK_OK);
     done acq_a = {0}, acq_b = {0};
     bool ok = false;
     ASSERT_RC(dlock_lock_acquire_async(a.l, OWNER_A, 0, 30000, record_done, &acq_a), DLOCK_OK);
@@ -334,8 +305,9 @@ static void record_token(dlock_lock *l, int status, void *arg) {
 static void test_async_token_of_each_owner_is_readable_in_its_acquire_callback(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
-    app a;
-    app_open_kind(&a, "async-fenced", 0, true);
+    loop_app a;
+    app_open(&a, NULL, 1);
+    ASSERT_RC(dlock_fencedlock_new(a.c, "async-fenced", &a.l), DLOCK_OK);
     token_seen ta = {.owner = OWNER_A}, tb = {.owner = OWNER_B}, ta2 = {.owner = OWNER_A};
     done rel = {0};
     bool ok = false;

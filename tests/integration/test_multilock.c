@@ -42,30 +42,6 @@
 
 /* ---- helpers ----------------------------------------------------------------------------- */
 
-/* A blocking-face client on f; watchdog_ms / timeout_ms 0 keep the defaults. */
-static dlock_client *connect_client_opts(redis_fixture *f, int64_t watchdog_ms, int64_t timeout_ms,
-                                         int retry_attempts) {
-    dlock_options o;
-    dlock_options_init(&o);
-    o.url = redis_fixture_unix_url(f);
-    if (watchdog_ms > 0)
-        o.watchdog_ms = watchdog_ms;
-    if (timeout_ms > 0)
-        o.timeout_ms = timeout_ms;
-    if (retry_attempts >= 0)
-        o.retry_attempts = retry_attempts;
-    o.retry_delay_ms = 100;
-    dlock_client *c = NULL;
-    int rc = dlock_client_new(&o, &c);
-    if (rc != DLOCK_OK)
-        fail_msg("connect: %s (%s)", dlock_err_name(rc), dlock_last_error());
-    return c;
-}
-
-static dlock_client *connect_client(redis_fixture *f, int64_t watchdog_ms) {
-    return connect_client_opts(f, watchdog_ms, 0, -1);
-}
-
 /* Three servers and a client on each. */
 typedef struct cluster {
     redis_fixture *f[NSERVERS];
@@ -77,7 +53,7 @@ static void cluster_start(cluster *cl, int64_t watchdog_ms) {
     for (int i = 0; i < NSERVERS; i++)
         assert_int_equal(redis_fixture_start(NULL, &cl->f[i]), 0);
     for (int i = 0; i < NSERVERS; i++)
-        cl->c[i] = connect_client(cl->f[i], watchdog_ms);
+        cl->c[i] = connect_client_cfg(cl->f[i], (test_client_cfg){.watchdog_ms = watchdog_ms});
 }
 
 static void cluster_stop(cluster *cl) {
@@ -163,42 +139,6 @@ static int member_taken_last(cluster *cl) {
 }
 
 /* ---- the lost callback's record (static: the loop threads write it) ---------------------- */
-
-static struct {
-    pthread_mutex_t mu;
-    int calls;
-    dlock_lock *lock;
-    uint64_t owner;
-    int reason;
-    void *arg;
-} lost = {.mu = PTHREAD_MUTEX_INITIALIZER};
-
-static void lost_reset(void) {
-    pthread_mutex_lock(&lost.mu);
-    lost.calls = 0;
-    lost.lock = NULL;
-    lost.owner = 0;
-    lost.reason = 0;
-    lost.arg = NULL;
-    pthread_mutex_unlock(&lost.mu);
-}
-
-static void record_lost(dlock_lock *l, uint64_t owner, int reason, void *arg) {
-    pthread_mutex_lock(&lost.mu);
-    lost.calls++;
-    lost.lock = l;
-    lost.owner = owner;
-    lost.reason = reason;
-    lost.arg = arg;
-    pthread_mutex_unlock(&lost.mu);
-}
-
-static int lost_calls(void) {
-    pthread_mutex_lock(&lost.mu);
-    int n = lost.calls;
-    pthread_mutex_unlock(&lost.mu);
-    return n;
-}
 
 /* ---- acquire and release ----------------------------------------------------------------- */
 
@@ -295,9 +235,8 @@ test_a_member_held_elsewhere_times_out_after_the_wait_and_leaves_no_member_held(
     test_watchdog_arm(BUDGET_S, __func__);
     cluster cl;
     cluster_start(&cl, 0);
-    dlock_client *other = connect_client(cl.f[0], 0); /* for a second client per server */
-    dlock_client *others[NSERVERS] = {other, connect_client(cl.f[1], 0),
-                                      connect_client(cl.f[2], 0)};
+    dlock_client *other = connect_client(cl.f[0]); /* for a second client per server */
+    dlock_client *others[NSERVERS] = {other, connect_client(cl.f[1]), connect_client(cl.f[2])};
     dlock_lock *members[NSERVERS];
     new_members(&cl, members);
     dlock_lock *m = new_multilock(members, NSERVERS);
@@ -362,7 +301,7 @@ static void test_waiting_for_a_member_freed_later_gets_every_member_once_it_is_f
     test_watchdog_arm(BUDGET_S, __func__);
     cluster cl;
     cluster_start(&cl, 0);
-    dlock_client *other = connect_client(cl.f[1], 0);
+    dlock_client *other = connect_client(cl.f[1]);
     dlock_lock *busy = new_lock(other, member_names[1]);
     dlock_lock *members[NSERVERS];
     new_members(&cl, members);
@@ -406,7 +345,7 @@ static void test_a_lease_shorter_than_the_wait_for_the_last_member_does_not_expi
     cluster cl;
     cluster_start(&cl, 900); /* the members are watchdog-held while the others are taken */
     int last = member_taken_last(&cl);
-    dlock_client *other = connect_client(cl.f[last], 0);
+    dlock_client *other = connect_client(cl.f[last]);
     dlock_lock *busy = new_lock(other, member_names[last]);
     dlock_lock *members[NSERVERS];
     new_members(&cl, members);
@@ -490,7 +429,7 @@ test_the_watchdog_through_the_composite_keeps_every_member_past_four_leases(void
     dlock_client *others[NSERVERS];
     dlock_lock *theirs[NSERVERS];
     for (int i = 0; i < NSERVERS; i++) {
-        others[i] = connect_client(cl.f[i], 0);
+        others[i] = connect_client(cl.f[i]);
         theirs[i] = new_lock(others[i], member_names[i]);
     }
     dlock_lock *members[NSERVERS];
@@ -547,13 +486,12 @@ static void test_members_deleted_behind_the_holder_make_the_composite_lost_once_
     POLL_UNTIL(fired, lost_calls() >= 1, slack_ms(3000));
     assert_true(fired);
     test_sleep_ms(600); /* another watchdog period: a second member lost fires nothing more */
-    pthread_mutex_lock(&lost.mu);
+    lost_record lost = lost_get();
     int calls = lost.calls;
     dlock_lock *which = lost.lock;
     uint64_t owner = lost.owner;
     int reason = lost.reason;
     void *arg = lost.arg;
-    pthread_mutex_unlock(&lost.mu);
     assert_int_equal(calls, 1);
     assert_ptr_equal(which, m);
     assert_true(owner == dlock_thread_owner());
@@ -583,7 +521,8 @@ test_release_continues_past_a_member_whose_server_is_down_and_reports_its_error(
         assert_int_equal(redis_fixture_start(NULL, &cl.f[i]), 0);
     /* commands give up after 300 ms x 2 attempts */
     for (int i = 0; i < NSERVERS; i++)
-        cl.c[i] = connect_client_opts(cl.f[i], 0, 300, 1);
+        cl.c[i] =
+            connect_client_cfg(cl.f[i], (test_client_cfg){.timeout_ms = 300, .retry_attempts = 1});
     dlock_lock *members[NSERVERS];
     new_members(&cl, members);
     dlock_lock *m = new_multilock(members, NSERVERS);
@@ -655,7 +594,7 @@ static void test_force_release_frees_every_member_whoever_holds_them(void **stat
     dlock_client *others[NSERVERS];
     dlock_lock *theirs[NSERVERS], *members[NSERVERS];
     for (int i = 0; i < NSERVERS; i++) {
-        others[i] = connect_client(cl.f[i], 0);
+        others[i] = connect_client(cl.f[i]);
         theirs[i] = new_lock(others[i], member_names[i]);
     }
     new_members(&cl, members);
@@ -773,7 +712,7 @@ static void run_overlapping_threads(bool shared_clients) {
         w[k].index = k;
         w[k].rounds = test_scaled(150);
         for (int i = 0; i < NSERVERS; i++)
-            w[k].c[i] = shared_clients ? cl.c[i] : connect_client(cl.f[i], 0);
+            w[k].c[i] = shared_clients ? cl.c[i] : connect_client(cl.f[i]);
     }
     if (!shared_clients) {
         /* Client ids are random, so two applications' clients may sort the servers any
@@ -783,7 +722,7 @@ static void run_overlapping_threads(bool shared_clients) {
             assert_true(tries < 300);
             int i = tries % NSERVERS;
             ASSERT_RC(dlock_client_free(w[1].c[i]), DLOCK_OK);
-            w[1].c[i] = connect_client(cl.f[i], 0);
+            w[1].c[i] = connect_client(cl.f[i]);
         }
     }
     pthread_t t[2];

@@ -44,18 +44,6 @@
 
 /* ---- helpers ----------------------------------------------------------------------------- */
 
-static dlock_client *connect_client(redis_fixture *f) {
-    dlock_options o;
-    dlock_options_init(&o);
-    o.url = redis_fixture_unix_url(f);
-    o.retry_delay_ms = 100;
-    dlock_client *c = NULL;
-    int rc = dlock_client_new(&o, &c);
-    if (rc != DLOCK_OK)
-        fail_msg("connect: %s (%s)", dlock_err_name(rc), dlock_last_error());
-    return c;
-}
-
 static dlock_permits *new_permits(dlock_client *c, const char *name) {
     dlock_permits *p = NULL;
     ASSERT_RC(dlock_permits_new(c, name, &p), DLOCK_OK);
@@ -846,31 +834,6 @@ test_every_call_with_a_hash_timeout_key_is_eredis_wrongtype_and_it_is_unchanged(
 
 /* ---- the async face ---------------------------------------------------------------------- */
 
-typedef struct app {
-    redis_fixture *f;
-    struct ev_loop *loop;
-    dlock_client *c;
-    dlock_permits *p;
-    ev_timer tick;
-} app;
-
-static void app_open(app *a, const char *name) {
-    memset(a, 0, sizeof(*a));
-    a->f = start_server();
-    a->loop = polling_loop_new(&a->tick);
-    a->c = connect_on_loop(a->f, a->loop);
-    ASSERT_RC(dlock_permits_new(a->c, name, &a->p), DLOCK_OK);
-    sync_with_client(a->loop, a->c, test_slack_ms(5000));
-}
-
-static void app_close(app *a) {
-    dlock_permits_free(a->p);
-    sync_with_client(a->loop, a->c, test_slack_ms(5000));
-    ASSERT_RC(dlock_client_free(a->c), DLOCK_OK);
-    polling_loop_free(a->loop, &a->tick);
-    redis_fixture_stop(a->f);
-}
-
 typedef struct done {
     int calls;
     int status;
@@ -899,8 +862,9 @@ static void
 test_async_acquire_gives_the_id_to_its_callback_and_release_async_hands_it_on(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
-    app a;
-    app_open(&a, "async-perm");
+    loop_app a;
+    app_open(&a, NULL, 1);
+    ASSERT_RC(dlock_permits_new(a.c, "async-perm", &a.p), DLOCK_OK);
     callbacks_so_far = 0;
     done first = {0}, second = {0}, rel = {0}, again = {0}, busy = {0};
     bool ok = false;
@@ -974,8 +938,9 @@ static void
 test_permits_free_with_a_waiting_async_acquire_calls_it_back_canceled_once(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
-    app a;
-    app_open(&a, "async-canceled");
+    loop_app a;
+    app_open(&a, NULL, 1);
+    ASSERT_RC(dlock_permits_new(a.c, "async-canceled", &a.p), DLOCK_OK);
     done acq = {0};
     bool ok = false;
     ASSERT_RC(dlock_permits_acquire_async(a.p, DLOCK_FOREVER, -1, record_done, &acq), DLOCK_OK);

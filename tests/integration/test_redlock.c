@@ -23,6 +23,7 @@
  * Every test starts its own servers. Records that a callback on a client's loop thread
  * writes live in static storage. Handles are freed composite first, then members, then
  * clients. */
+#include <limits.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -60,74 +61,6 @@ static int64_t drift_of(int64_t lease_ms) {
     return lease_ms / 100 + 2;
 }
 
-/* What a client may change for a test; zeros keep the defaults. */
-typedef struct client_cfg {
-    int64_t watchdog_ms;
-    int64_t timeout_ms;
-    int retry_attempts; /* used when timeout_ms is set */
-} client_cfg;
-
-static int connect_url(const char *url, const client_cfg *cfg, dlock_client **out) {
-    dlock_options o;
-    dlock_options_init(&o);
-    o.url = url;
-    o.retry_delay_ms = 100;
-    if (cfg && cfg->watchdog_ms > 0)
-        o.watchdog_ms = cfg->watchdog_ms;
-    if (cfg && cfg->timeout_ms > 0) {
-        o.timeout_ms = cfg->timeout_ms;
-        o.retry_attempts = cfg->retry_attempts;
-    }
-    return dlock_client_new(&o, out);
-}
-
-static dlock_client *connect_client(redis_fixture *f, const client_cfg *cfg) {
-    dlock_client *c = NULL;
-    int rc = connect_url(redis_fixture_unix_url(f), cfg, &c);
-    if (rc != DLOCK_OK)
-        fail_msg("connect: %s (%s)", dlock_err_name(rc), dlock_last_error());
-    return c;
-}
-
-/* Five masters. */
-static void masters_start(redis_fixture *f[N]) {
-    for (int i = 0; i < N; i++)
-        assert_int_equal(redis_fixture_start(NULL, &f[i]), 0);
-}
-
-static void masters_stop(redis_fixture *f[N]) {
-    for (int i = 0; i < N; i++)
-        redis_fixture_stop(f[i]);
-}
-
-/* One application's view of the masters: a client on each, a member lock "rl" on each
- * client and the RedLock over them. */
-typedef struct app {
-    dlock_client *c[N];
-    dlock_lock *member[N];
-    dlock_lock *rl;
-} app;
-
-static void app_open(app *a, redis_fixture *f[N], const client_cfg *cfg, bool fenced) {
-    memset(a, 0, sizeof(*a));
-    for (int i = 0; i < N; i++) {
-        a->c[i] = connect_client(f[i], cfg);
-        ASSERT_RC(fenced ? dlock_fencedlock_new(a->c[i], NAME, &a->member[i])
-                         : dlock_lock_new(a->c[i], NAME, &a->member[i]),
-                  DLOCK_OK);
-    }
-    ASSERT_RC(dlock_redlock_new(a->member, N, &a->rl), DLOCK_OK);
-}
-
-static void app_close(app *a) {
-    dlock_lock_free(a->rl);
-    for (int i = 0; i < N; i++)
-        dlock_lock_free(a->member[i]);
-    for (int i = 0; i < N; i++)
-        dlock_client_free(a->c[i]);
-    memset(a, 0, sizeof(*a));
-}
-
 static long long exists_on(redis_fixture *f) {
     return redis_fixture_int(f, "EXISTS " NAME);
 }
@@ -153,6 +86,29 @@ static long long holds_on(redis_fixture *f, dlock_client *c) {
     return n;
 }
 
+/* Polls until every master where alive[i] (NULL: all) has `holds` holds of the calling
+ * thread through a's client on it. A quorum call returns at the quorum: the other members
+ * may still be answering. */
+static void expect_holds(redis_fixture *f[N], const masters_app *a, const bool *alive,
+                         long long holds) {
+    for (int i = 0; i < N; i++) {
+        if (alive && !alive[i])
+            continue;
+        bool ok = false;
+        POLL_UNTIL(ok, holds_on(f[i], a->c[i]) == holds, slack_ms(2000));
+        if (!ok)
+            fail_msg("master %d: %lld holds, expected %lld", i, holds_on(f[i], a->c[i]), holds);
+    }
+}
+
+/* Polls until no "rl" key is left on the masters where alive[i] (NULL: all). */
+static void expect_members_gone(redis_fixture *f[N], const bool *alive) {
+    bool gone = false;
+    POLL_UNTIL(gone, members_present(f, alive) == 0, slack_ms(2000));
+    if (!gone)
+        fail_msg("%lld member(s) still present", members_present(f, alive));
+}
+
 /* The parts of a failed acquisition's detail, "redlock: G of N members, Q needed, validity
  * V ms"; false when the detail says something else. */
 static bool parse_round(const char *detail, int *got, long long *validity) {
@@ -164,51 +120,15 @@ static bool parse_round(const char *detail, int *got, long long *validity) {
     return true;
 }
 
-/* ---- the lost callback's record (static: the loop threads write it) ---------------------- */
-
-static struct {
-    pthread_mutex_t mu;
-    int calls;
-    dlock_lock *lock;
-    uint64_t owner;
-    int reason;
-} lost = {.mu = PTHREAD_MUTEX_INITIALIZER};
-
-static void lost_reset(void) {
-    pthread_mutex_lock(&lost.mu);
-    lost.calls = 0;
-    lost.lock = NULL;
-    lost.owner = 0;
-    lost.reason = 0;
-    pthread_mutex_unlock(&lost.mu);
-}
-
-static void record_lost(dlock_lock *l, uint64_t owner, int reason, void *arg) {
-    (void)arg;
-    pthread_mutex_lock(&lost.mu);
-    lost.calls++;
-    lost.lock = l;
-    lost.owner = owner;
-    lost.reason = reason;
-    pthread_mutex_unlock(&lost.mu);
-}
-
-static int lost_calls(void) {
-    pthread_mutex_lock(&lost.mu);
-    int n = lost.calls;
-    pthread_mutex_unlock(&lost.mu);
-    return n;
-}
-
 /* ---- all masters up ---------------------------------------------------------------------- */
 
 static void test_acquire_with_5_masters_up_takes_every_member_and_release_frees_them(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f[N];
-    masters_start(f);
-    app a;
-    app_open(&a, f, NULL, false);
+    masters_start(f, N);
+    masters_app a;
+    masters_app_open(&a, f, N, NAME, NULL, false);
     bool flag = true;
     int64_t v = 0;
     ASSERT_RC(dlock_lock_is_locked(a.rl, &flag), DLOCK_OK);
@@ -216,10 +136,9 @@ static void test_acquire_with_5_masters_up_takes_every_member_and_release_frees_
     ASSERT_RC(dlock_lock_ttl(a.rl, &v), DLOCK_OK);
     assert_int_equal(v, -2);
     ASSERT_RC(dlock_lock_try_acquire(a.rl, 0, 20000), DLOCK_OK);
-    for (int i = 0; i < N; i++) {
-        assert_int_equal(holds_on(f[i], a.c[i]), 1);
+    expect_holds(f, &a, NULL, 1);
+    for (int i = 0; i < N; i++)
         ASSERT_BETWEEN(redis_fixture_int(f[i], "PTTL " NAME), 15000, 20000);
-    }
     ASSERT_RC(dlock_lock_is_locked(a.rl, &flag), DLOCK_OK);
     assert_true(flag);
     ASSERT_RC(dlock_lock_is_held(a.rl, &flag), DLOCK_OK);
@@ -227,25 +146,25 @@ static void test_acquire_with_5_masters_up_takes_every_member_and_release_frees_
     ASSERT_RC(dlock_lock_hold_count(a.rl, &v), DLOCK_OK);
     assert_int_equal(v, 1);
     ASSERT_RC(dlock_lock_release(a.rl), DLOCK_OK);
-    assert_int_equal(members_present(f, NULL), 0);
+    expect_members_gone(f, NULL);
     ASSERT_RC(dlock_lock_is_held(a.rl, &flag), DLOCK_OK);
     assert_false(flag);
     ASSERT_RC(dlock_lock_ttl(a.rl, &v), DLOCK_OK);
     assert_int_equal(v, -2);
     ASSERT_RC(dlock_lock_release(a.rl), DLOCK_ENOTOWNER);
     assert_string_equal(dlock_lock_name(a.rl), "redlock(" NAME ",...)");
-    app_close(&a);
-    masters_stop(f);
+    masters_app_close(&a);
+    masters_stop(f, N);
 }
 
 /* Acquires with lease on members whose clients have watchdog_ms, and checks the ttl right
  * after: at most lease - drift(lease), less only by the time the acquire and ttl took. */
 static bool validity_after_acquire_is_right(int64_t watchdog_ms, int64_t lease) {
     redis_fixture *f[N];
-    masters_start(f);
-    app a;
-    client_cfg cfg = {.watchdog_ms = watchdog_ms};
-    app_open(&a, f, &cfg, false);
+    masters_start(f, N);
+    masters_app a;
+    test_client_cfg cfg = {.watchdog_ms = watchdog_ms};
+    masters_app_open(&a, f, N, NAME, &cfg, false);
     int64_t ttl = 0;
     int64_t start = test_now_ms();
     ASSERT_RC(dlock_lock_acquire(a.rl, lease), DLOCK_OK);
@@ -257,8 +176,8 @@ static bool validity_after_acquire_is_right(int64_t watchdog_ms, int64_t lease) 
            (long long)drift_of(lease), (long long)(lease - drift_of(lease) - since - 50),
            (long long)(lease - drift_of(lease)));
     ASSERT_RC(dlock_lock_release(a.rl), DLOCK_OK);
-    app_close(&a);
-    masters_stop(f);
+    masters_app_close(&a);
+    masters_stop(f, N);
     return ttl >= lease - drift_of(lease) - since - slack_ms(50) && ttl <= lease - drift_of(lease);
 }
 
@@ -278,11 +197,11 @@ static void test_acquire_with_2_masters_stopped_succeeds_on_the_other_3(void **s
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f[N];
-    masters_start(f);
-    app a;
+    masters_start(f, N);
+    masters_app a;
     /* queries go member by member: short command limits keep them quick with 2 down */
-    client_cfg cfg = {.timeout_ms = 300, .retry_attempts = 1};
-    app_open(&a, f, &cfg, false);
+    test_client_cfg cfg = {.timeout_ms = 300, .retry_attempts = 1};
+    masters_app_open(&a, f, N, NAME, &cfg, false);
     assert_int_equal(redis_fixture_kill(f[1]), 0);
     assert_int_equal(redis_fixture_kill(f[3]), 0);
     const bool alive[N] = {true, false, true, false, true};
@@ -292,9 +211,7 @@ static void test_acquire_with_2_masters_stopped_succeeds_on_the_other_3(void **s
         ASSERT_RC(dlock_lock_try_acquire(a.rl, 5000, lease), DLOCK_OK);
         int64_t took = test_now_ms() - start;
         ASSERT_BETWEEN(took, 0, slack_ms(900)); /* at most the answer budget, and some */
-        for (int i = 0; i < N; i++)
-            if (alive[i])
-                assert_int_equal(holds_on(f[i], a.c[i]), 1);
+        expect_holds(f, &a, alive, 1);          /* the 3 alive are the quorum */
         bool held = false;
         int64_t q0 = test_now_ms();
         ASSERT_RC(dlock_lock_is_held(a.rl, &held), DLOCK_OK);
@@ -307,14 +224,14 @@ static void test_acquire_with_2_masters_stopped_succeeds_on_the_other_3(void **s
         start = test_now_ms();
         ASSERT_RC(dlock_lock_release(a.rl), DLOCK_OK);
         int64_t released = test_now_ms() - start;
-        assert_int_equal(members_present(f, alive), 0);
+        expect_members_gone(f, alive);
         printf("# 2 of 5 stopped: acquired in %lld ms, released in %lld ms; is_held took %lld "
                "ms, ttl %lld ms (said %lld)\n",
                (long long)took, (long long)released, (long long)(q1 - q0), (long long)(q2 - q1),
                (long long)ttl);
     }
-    app_close(&a);
-    masters_stop(f);
+    masters_app_close(&a);
+    masters_stop(f, N);
 }
 
 static void
@@ -322,9 +239,9 @@ test_acquire_with_3_masters_stopped_fails_in_bounded_time_and_leaves_nothing_hel
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f[N];
-    masters_start(f);
-    app a;
-    app_open(&a, f, NULL, false); /* default command limits: 3 s x 4 attempts */
+    masters_start(f, N);
+    masters_app a;
+    masters_app_open(&a, f, N, NAME, NULL, false); /* default command limits: 3 s x 4 attempts */
     assert_int_equal(redis_fixture_kill(f[0]), 0);
     assert_int_equal(redis_fixture_kill(f[2]), 0);
     assert_int_equal(redis_fixture_kill(f[4]), 0);
@@ -345,22 +262,22 @@ test_acquire_with_3_masters_stopped_fails_in_bounded_time_and_leaves_nothing_hel
          * releases were waited for (an application may free its clients right away) */
         assert_int_equal(members_present(f, alive), 0);
     }
-    app_close(&a);
-    masters_stop(f);
+    masters_app_close(&a);
+    masters_stop(f, N);
 }
 
 static void test_a_minority_taken_when_the_quorum_is_missed_is_given_back(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f[N];
-    masters_start(f);
-    app a;
-    app_open(&a, f, NULL, false);
+    masters_start(f, N);
+    masters_app a;
+    masters_app_open(&a, f, N, NAME, NULL, false);
     /* another application holds "rl" directly on masters 0, 1 and 2 */
     dlock_client *oc[3];
     dlock_lock *ol[3];
     for (int i = 0; i < 3; i++) {
-        oc[i] = connect_client(f[i], NULL);
+        oc[i] = connect_client(f[i]);
         ASSERT_RC(dlock_lock_new(oc[i], NAME, &ol[i]), DLOCK_OK);
         ASSERT_RC(dlock_lock_acquire(ol[i], 30000), DLOCK_OK);
     }
@@ -378,33 +295,32 @@ static void test_a_minority_taken_when_the_quorum_is_missed_is_given_back(void *
     /* with master 2 freed, 3 of 5 agree */
     ASSERT_RC(dlock_lock_release(ol[2]), DLOCK_OK);
     ASSERT_RC(dlock_lock_try_acquire(a.rl, slack_ms(2000), 10000), DLOCK_OK);
-    for (int i = 2; i < N; i++)
-        assert_int_equal(holds_on(f[i], a.c[i]), 1);
+    const bool free_three[N] = {false, false, true, true, true};
+    expect_holds(f, &a, free_three, 1); /* exactly a quorum was free */
     ASSERT_RC(dlock_lock_release(a.rl), DLOCK_OK);
-    assert_int_equal(members_present(f, minority), 0);
-    assert_int_equal(exists_on(f[2]), 0);
+    expect_members_gone(f, free_three);
     for (int i = 0; i < 2; i++)
         ASSERT_RC(dlock_lock_release(ol[i]), DLOCK_OK);
     for (int i = 0; i < 3; i++) {
         dlock_lock_free(ol[i]);
         dlock_client_free(oc[i]);
     }
-    app_close(&a);
-    masters_stop(f);
+    masters_app_close(&a);
+    masters_stop(f, N);
 }
 
 static void test_hold_count_and_is_held_of_a_redlock_held_on_3_of_5_count_its_quorum(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f[N];
-    masters_start(f);
-    app a;
-    app_open(&a, f, NULL, false);
+    masters_start(f, N);
+    masters_app a;
+    masters_app_open(&a, f, N, NAME, NULL, false);
     /* another application holds "rl" directly on masters 0 and 1 */
     dlock_client *oc[2];
     dlock_lock *ol[2];
     for (int i = 0; i < 2; i++) {
-        oc[i] = connect_client(f[i], NULL);
+        oc[i] = connect_client(f[i]);
         ASSERT_RC(dlock_lock_new(oc[i], NAME, &ol[i]), DLOCK_OK);
         ASSERT_RC(dlock_lock_acquire(ol[i], 30000), DLOCK_OK);
     }
@@ -418,15 +334,15 @@ static void test_hold_count_and_is_held_of_a_redlock_held_on_3_of_5_count_its_qu
     printf("# held on masters 2..4, twice: hold_count %lld\n", (long long)count);
     ASSERT_RC(dlock_lock_release(a.rl), DLOCK_OK);
     ASSERT_RC(dlock_lock_release(a.rl), DLOCK_OK);
-    for (int i = 2; i < N; i++)
-        assert_int_equal(exists_on(f[i]), 0);
+    const bool ours[N] = {false, false, true, true, true};
+    expect_members_gone(f, ours);
     for (int i = 0; i < 2; i++) {
         ASSERT_RC(dlock_lock_release(ol[i]), DLOCK_OK);
         dlock_lock_free(ol[i]);
         dlock_client_free(oc[i]);
     }
-    app_close(&a);
-    masters_stop(f);
+    masters_app_close(&a);
+    masters_stop(f, N);
     assert_int_equal(count, 2);
 }
 
@@ -436,10 +352,10 @@ static void test_two_redlocks_on_the_same_names_exclude_each_other(void **state)
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f[N];
-    masters_start(f);
-    app a, b;
-    app_open(&a, f, NULL, false);
-    app_open(&b, f, NULL, false);
+    masters_start(f, N);
+    masters_app a, b;
+    masters_app_open(&a, f, N, NAME, NULL, false);
+    masters_app_open(&b, f, N, NAME, NULL, false);
     ASSERT_RC(dlock_lock_acquire(a.rl, 30000), DLOCK_OK);
     int64_t start = test_now_ms();
     ASSERT_RC(dlock_lock_try_acquire(b.rl, 300, 30000), DLOCK_ETIMEDOUT);
@@ -449,18 +365,32 @@ static void test_two_redlocks_on_the_same_names_exclude_each_other(void **state)
     assert_true(flag);
     ASSERT_RC(dlock_lock_is_held(b.rl, &flag), DLOCK_OK);
     assert_false(flag);
-    for (int i = 0; i < N; i++) {
-        assert_int_equal(holds_on(f[i], b.c[i]), 0);
-        assert_int_equal(holds_on(f[i], a.c[i]), 1);
-    }
+    /* a holds a quorum (a member a had not reached yet may have said yes to b first); b
+     * gives back whatever it took */
+    bool settled = false;
+    int a_holds = 0, b_holds = 0;
+    int64_t until = test_now_ms() + slack_ms(2000);
+    do {
+        a_holds = b_holds = 0;
+        for (int i = 0; i < N; i++) {
+            a_holds += holds_on(f[i], a.c[i]) == 1;
+            b_holds += holds_on(f[i], b.c[i]) != 0;
+        }
+        settled = a_holds >= QUORUM && b_holds == 0;
+        if (!settled)
+            test_sleep_ms(5);
+    } while (!settled && test_now_ms() < until);
+    if (!settled)
+        fail_msg("a holds %d of %d members, b %d (expected >= %d and 0)", a_holds, N, b_holds,
+                 QUORUM);
     ASSERT_RC(dlock_lock_release(a.rl), DLOCK_OK);
     ASSERT_RC(dlock_lock_try_acquire(b.rl, 0, 30000), DLOCK_OK);
     ASSERT_RC(dlock_lock_try_acquire(a.rl, 0, 30000), DLOCK_ETIMEDOUT);
     ASSERT_RC(dlock_lock_release(b.rl), DLOCK_OK);
-    assert_int_equal(members_present(f, NULL), 0);
-    app_close(&b);
-    app_close(&a);
-    masters_stop(f);
+    expect_members_gone(f, NULL);
+    masters_app_close(&b);
+    masters_app_close(&a);
+    masters_stop(f, N);
 }
 
 typedef struct other_view {
@@ -481,9 +411,9 @@ static void test_another_thread_cannot_release_or_take_it(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f[N];
-    masters_start(f);
-    app a;
-    app_open(&a, f, NULL, false);
+    masters_start(f, N);
+    masters_app a;
+    masters_app_open(&a, f, N, NAME, NULL, false);
     ASSERT_RC(dlock_lock_acquire(a.rl, 20000), DLOCK_OK);
     other_view v = {.rl = a.rl, .held = true};
     pthread_t t;
@@ -493,14 +423,13 @@ static void test_another_thread_cannot_release_or_take_it(void **state) {
     ASSERT_RC(v.held_rc, DLOCK_OK);
     assert_false(v.held);
     ASSERT_RC(v.try_rc, DLOCK_ETIMEDOUT);
-    for (int i = 0; i < N; i++) {
-        assert_int_equal(holds_on(f[i], a.c[i]), 1);
+    expect_holds(f, &a, NULL, 1);
+    for (int i = 0; i < N; i++)
         assert_int_equal(redis_fixture_int(f[i], "HLEN " NAME), 1);
-    }
     ASSERT_RC(dlock_lock_release(a.rl), DLOCK_OK);
-    assert_int_equal(members_present(f, NULL), 0);
-    app_close(&a);
-    masters_stop(f);
+    expect_members_gone(f, NULL);
+    masters_app_close(&a);
+    masters_stop(f, N);
 }
 
 /* ---- a paused master, a validity that runs out ------------------------------------------- */
@@ -509,9 +438,9 @@ static void test_one_paused_master_costs_at_most_the_answer_budget_not_the_wait(
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f[N];
-    masters_start(f);
-    app a;
-    app_open(&a, f, NULL, false);
+    masters_start(f, N);
+    masters_app a;
+    masters_app_open(&a, f, N, NAME, NULL, false);
     const int64_t lease = 3000, wait = 10000; /* answer budget 300 ms */
     int64_t start = test_now_ms();
     ASSERT_RC(dlock_lock_try_acquire(a.rl, wait, lease), DLOCK_OK);
@@ -525,17 +454,16 @@ static void test_one_paused_master_costs_at_most_the_answer_budget_not_the_wait(
     printf("# lease %lld ms: acquired in %lld ms with 5 up, %lld ms with 1 of 5 paused\n",
            (long long)lease, (long long)all_up, (long long)one_paused);
     ASSERT_BETWEEN(one_paused, 0, slack_ms(900)); /* well under 1 s, far under the wait */
-    for (int i = 0; i < N; i++)
-        if (i != 2)
-            assert_int_equal(holds_on(f[i], a.c[i]), 1);
+    const bool running[N] = {true, true, false, true, true};
+    expect_holds(f, &a, running, 1);
     assert_int_equal(redis_fixture_resume(f[2]), 0);
     /* the paused master ran the acquisition when resumed: it gives itself back */
     ASSERT_RC(dlock_lock_release(a.rl), DLOCK_OK);
     bool clear = false;
     POLL_UNTIL(clear, members_present(f, NULL) == 0, slack_ms(1000));
     assert_true(clear);
-    app_close(&a);
-    masters_stop(f);
+    masters_app_close(&a);
+    masters_stop(f, N);
 }
 
 typedef struct timed_try {
@@ -561,9 +489,9 @@ test_a_lock_whose_validity_ran_out_during_acquisition_is_never_reported_held(voi
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f[N];
-    masters_start(f);
-    app a;
-    app_open(&a, f, NULL, false);
+    masters_start(f, N);
+    masters_app a;
+    masters_app_open(&a, f, N, NAME, NULL, false);
 
     /* A lease no longer than the drift leaves no validity at all, however fast Redis is. */
     for (int i = 0; i < 50; i++) {
@@ -578,7 +506,9 @@ test_a_lock_whose_validity_ran_out_during_acquisition_is_never_reported_held(voi
      * member answer budget (50 ms) and make a quorum, but too late. */
     const int64_t lease = 20, resume_at = 30;
     int late_quorum = 0;
-    for (int round = 0; round < 5; round++) {
+    /* at least 5 rounds, and on until the case was met (a loaded machine may answer after
+     * the budget instead), within a bound */
+    for (int round = 0; round < 5 || (late_quorum == 0 && round < 30); round++) {
         for (int i = 0; i < 3; i++)
             assert_int_equal(redis_fixture_pause(f[i]), 0);
         timed_try t = {.rl = a.rl, .wait_ms = 0, .lease_ms = lease};
@@ -612,8 +542,8 @@ test_a_lock_whose_validity_ran_out_during_acquisition_is_never_reported_held(voi
     /* and a lease with room to spare still works */
     ASSERT_RC(dlock_lock_try_acquire(a.rl, 0, 5000), DLOCK_OK);
     ASSERT_RC(dlock_lock_release(a.rl), DLOCK_OK);
-    app_close(&a);
-    masters_stop(f);
+    masters_app_close(&a);
+    masters_stop(f, N);
 }
 
 /* ---- the watchdog and the lost signal ---------------------------------------------------- */
@@ -623,14 +553,16 @@ test_the_watchdog_extends_every_member_and_the_composite_is_lost_only_below_a_qu
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     lost_reset();
-    const int64_t watchdog_ms = 900;
+    /* renewals every watchdog_ms / 3 must come in time on a loaded machine too */
+    const int64_t watchdog_ms = slack_ms(900);
     redis_fixture *f[N];
-    masters_start(f);
-    app a;
-    client_cfg cfg = {.watchdog_ms = watchdog_ms};
-    app_open(&a, f, &cfg, false);
+    masters_start(f, N);
+    masters_app a;
+    test_client_cfg cfg = {.watchdog_ms = watchdog_ms};
+    masters_app_open(&a, f, N, NAME, &cfg, false);
     ASSERT_RC(dlock_lock_on_lost(a.rl, record_lost, NULL), DLOCK_OK);
     ASSERT_RC(dlock_lock_acquire(a.rl, DLOCK_WATCHDOG), DLOCK_OK);
+    expect_holds(f, &a, NULL, 1); /* the members after the quorum too */
     int64_t start = test_now_ms();
     while (test_now_ms() - start < 3 * watchdog_ms + 200) {
         for (int i = 0; i < N; i++)
@@ -655,11 +587,10 @@ test_the_watchdog_extends_every_member_and_the_composite_is_lost_only_below_a_qu
     bool fired = false;
     POLL_UNTIL(fired, lost_calls() >= 1, slack_ms(3 * watchdog_ms));
     assert_true(fired);
-    pthread_mutex_lock(&lost.mu);
+    lost_record lost = lost_get();
     dlock_lock *which = lost.lock;
     uint64_t owner = lost.owner;
     int reason = lost.reason;
-    pthread_mutex_unlock(&lost.mu);
     assert_ptr_equal(which, a.rl);
     assert_true(owner == dlock_thread_owner());
     ASSERT_RC(reason, DLOCK_ELOST);
@@ -667,10 +598,10 @@ test_the_watchdog_extends_every_member_and_the_composite_is_lost_only_below_a_qu
     assert_false(held);
     /* release says so, and still frees the 2 members left */
     ASSERT_RC(dlock_lock_release(a.rl), DLOCK_ELOST);
-    assert_int_equal(members_present(f, NULL), 0);
+    expect_members_gone(f, NULL);
     assert_int_equal(lost_calls(), 1);
-    app_close(&a);
-    masters_stop(f);
+    masters_app_close(&a);
+    masters_stop(f, N);
 }
 
 /* ---- reentrant holds --------------------------------------------------------------------- */
@@ -679,9 +610,9 @@ static void test_reentrant_holds_taken_on_different_quorums_are_all_given_back(v
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f[N];
-    masters_start(f);
-    app a;
-    app_open(&a, f, NULL, false);
+    masters_start(f, N);
+    masters_app a;
+    masters_app_open(&a, f, N, NAME, NULL, false);
     ASSERT_RC(dlock_lock_acquire(a.rl, 30000), DLOCK_OK); /* all 5 */
     /* the second hold is taken while master 4 is paused: on masters 0..3 only */
     assert_int_equal(redis_fixture_pause(f[4]), 0);
@@ -697,8 +628,8 @@ static void test_reentrant_holds_taken_on_different_quorums_are_all_given_back(v
         if (exists_on(f[i]))
             snprintf(held + strlen(held), sizeof(held) - strlen(held), " %d(holds %lld)", i,
                      holds_on(f[i], a.c[i]));
-    app_close(&a); /* before failing: a later test forks, and children inherit leaks */
-    masters_stop(f);
+    masters_app_close(&a); /* before failing: a later test forks, and children inherit leaks */
+    masters_stop(f, N);
     if (!clear)
         fail_msg("after 2 acquires and 2 releases still held on master(s)%s", held);
 }
@@ -717,15 +648,15 @@ static void test_the_token_is_the_largest_its_majority_gave(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f[N];
-    masters_start(f);
+    masters_start(f, N);
     const long long counters[N] = {4, 17, 9, 0, 2};
     for (int i = 0; i < N; i++)
         if (counters[i])
             assert_int_equal(
                 redis_fixture_int(f[i], "INCRBY redisson_lock_token:{" NAME "} %lld", counters[i]),
                 counters[i]);
-    app a;
-    app_open(&a, f, NULL, true);
+    masters_app a;
+    masters_app_open(&a, f, N, NAME, NULL, true);
     uint64_t token = 0;
     ASSERT_RC(dlock_lock_token(a.rl, &token), DLOCK_ENOTOWNER);
     ASSERT_RC(dlock_lock_acquire(a.rl, 10000), DLOCK_OK);
@@ -738,27 +669,32 @@ static void test_the_token_is_the_largest_its_majority_gave(void **state) {
     assert_true(token == 18 || token == 10 || token == 5);
     assert_true(tokens_at(f, (long long)token) >= QUORUM);
     ASSERT_RC(dlock_lock_release(a.rl), DLOCK_OK);
-    app_close(&a);
+    masters_app_close(&a);
     /* plain members have no tokens */
-    app_open(&a, f, NULL, false);
+    masters_app_open(&a, f, N, NAME, NULL, false);
     ASSERT_RC(dlock_lock_acquire(a.rl, 10000), DLOCK_OK);
     ASSERT_RC(dlock_lock_token(a.rl, &token), DLOCK_EINVAL);
     ASSERT_RC(dlock_lock_release(a.rl), DLOCK_OK);
-    app_close(&a);
-    masters_stop(f);
+    masters_app_close(&a);
+    masters_stop(f, N);
 }
 
 /* The fencing round's error path: a won majority whose token cannot be made a floor on a
  * majority is given back whole. Masters 2..4 refuse SET to the client's ACL user (the
- * raise needs it; acquiring and releasing do not), and masters 0 and 1 start at 100, so
- * the token is 101 and only 0 and 1 (already there) confirm it: 2 of 5. */
+ * raise needs it; acquiring and releasing do not), masters 0 and 1 start at 100, and
+ * another application holds "rl" on master 4. Every majority that can grant therefore
+ * includes master 0 or 1, the token is 101, and only 0 and 1 can confirm it: at most 2
+ * of 5 (fewer when the round is decided by the refusals before they answer). */
 static void test_an_acquisition_whose_token_a_majority_cannot_take_is_given_back(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f[N];
-    masters_start(f);
-    app a;
-    memset(&a, 0, sizeof(a));
+    masters_start(f, N);
+    dlock_client *other_client = connect_client(f[4]);
+    dlock_lock *other = NULL;
+    ASSERT_RC(dlock_lock_new(other_client, NAME, &other), DLOCK_OK);
+    ASSERT_RC(dlock_lock_acquire(other, 60000), DLOCK_OK);
+    masters_app a = {.n = N};
     for (int i = 0; i < N; i++) {
         char url[512];
         if (i < 2) {
@@ -772,35 +708,48 @@ static void test_an_acquisition_whose_token_a_majority_cannot_take_is_given_back
             freeReplyObject(r);
             snprintf(url, sizeof(url), "%s?user=nosets&password=pw", redis_fixture_unix_url(f[i]));
         }
-        ASSERT_RC(connect_url(url, NULL, &a.c[i]), DLOCK_OK);
+        a.c[i] = connect_client_cfg(NULL, (test_client_cfg){.url = url});
         ASSERT_RC(dlock_fencedlock_new(a.c[i], NAME, &a.member[i]), DLOCK_OK);
     }
     ASSERT_RC(dlock_redlock_new(a.member, N, &a.rl), DLOCK_OK);
     ASSERT_RC(dlock_lock_try_acquire(a.rl, 0, 10000), DLOCK_ETIMEDOUT);
     printf("# %s\n", dlock_last_error());
-    assert_non_null(strstr(dlock_last_error(), "the token was confirmed by 2 of 5"));
-    /* given back before it returned, and never reported held */
-    assert_int_equal(members_present(f, NULL), 0);
+    const char *said = strstr(dlock_last_error(), "the token was confirmed by ");
+    if (!said)
+        fail_msg("last error \"%s\" is not about the token", dlock_last_error());
+    unsigned confirmed = N, of = 0;
+    assert_int_equal(sscanf(said, "the token was confirmed by %u of %u", &confirmed, &of), 2);
+    assert_int_equal(of, N);
+    ASSERT_BETWEEN(confirmed, 0, 2);
+    /* given back, and never reported held */
+    const bool ours[N] = {true, true, true, true, false};
+    expect_members_gone(f, ours);
     uint64_t token = 0;
     ASSERT_RC(dlock_lock_token(a.rl, &token), DLOCK_ENOTOWNER);
     int64_t holds = -1;
     ASSERT_RC(dlock_lock_hold_count(a.rl, &holds), DLOCK_OK);
     assert_int_equal(holds, 0);
-    for (int i = 2; i < N; i++) /* INCR by the acquire, never raised */
-        assert_int_equal(redis_fixture_int(f[i], "GET redisson_lock_token:{" NAME "}"), 1);
-    app_close(&a);
-    masters_stop(f);
+    for (int i = 2; i < 4; i++) { /* at most the INCR of the acquire, never raised */
+        long long t = redis_fixture_int(f[i], "GET redisson_lock_token:{" NAME "}");
+        if (t != 1 && t != LLONG_MIN)
+            fail_msg("master %d: token counter %lld, expected 1 or none", i, t);
+    }
+    masters_app_close(&a);
+    ASSERT_RC(dlock_lock_release(other), DLOCK_OK);
+    dlock_lock_free(other);
+    dlock_client_free(other_client);
+    masters_stop(f, N);
 }
 
 static void test_a_redlock_of_fenced_and_plain_members_is_refused(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f[N];
-    masters_start(f);
+    masters_start(f, N);
     dlock_client *c[N];
     dlock_lock *m[N];
     for (int i = 0; i < N; i++) {
-        c[i] = connect_client(f[i], NULL);
+        c[i] = connect_client(f[i]);
         ASSERT_RC(i == 2 ? dlock_lock_new(c[i], NAME, &m[i])
                          : dlock_fencedlock_new(c[i], NAME, &m[i]),
                   DLOCK_OK);
@@ -825,7 +774,7 @@ static void test_a_redlock_of_fenced_and_plain_members_is_refused(void **state) 
         dlock_lock_free(m[i]);
         dlock_client_free(c[i]);
     }
-    masters_stop(f);
+    masters_stop(f, N);
 }
 
 /* Tokens must rise from one holder to the next also when their quorums differ: here a
@@ -837,15 +786,15 @@ static void test_fencing_tokens_of_successive_holders_rise_when_their_quorums_di
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f[N];
-    masters_start(f);
-    app x, y;
-    app_open(&x, f, NULL, true);
-    app_open(&y, f, NULL, true);
+    masters_start(f, N);
+    masters_app x, y;
+    masters_app_open(&x, f, N, NAME, NULL, true);
+    masters_app_open(&y, f, N, NAME, NULL, true);
     /* masters 2..4 held directly by a third party; x's rounds win only masters 0 and 1 */
     dlock_client *oc[N] = {0};
     dlock_lock *ol[N] = {0};
     for (int i = 2; i < N; i++) {
-        oc[i] = connect_client(f[i], NULL);
+        oc[i] = connect_client(f[i]);
         ASSERT_RC(dlock_fencedlock_new(oc[i], NAME, &ol[i]), DLOCK_OK);
         ASSERT_RC(dlock_lock_acquire(ol[i], 30000), DLOCK_OK);
     }
@@ -870,9 +819,9 @@ static void test_fencing_tokens_of_successive_holders_rise_when_their_quorums_di
     ASSERT_RC(dlock_lock_release(y.rl), DLOCK_OK);
     printf("# token of X (all 5 masters) %llu, of Y after it (masters 2..4) %llu\n",
            (unsigned long long)tx, (unsigned long long)ty);
-    app_close(&y);
-    app_close(&x);
-    masters_stop(f);
+    masters_app_close(&y);
+    masters_app_close(&x);
+    masters_stop(f, N);
     if (ty <= tx)
         fail_msg("the next holder's token %llu is not above the previous holder's %llu",
                  (unsigned long long)ty, (unsigned long long)tx);
@@ -909,7 +858,7 @@ static _Noreturn void checker_child(redis_fixture *f[N], shared_log *s, int work
     int rc = DLOCK_OK;
     const char *what = "setup";
     for (int i = 0; i < N && rc == DLOCK_OK; i++) {
-        rc = connect_url(redis_fixture_unix_url(f[i]), NULL, &c[i]);
+        rc = test_client_new(f[i], NULL, &c[i]);
         if (rc == DLOCK_OK)
             rc = dlock_fencedlock_new(c[i], NAME, &member[i]);
     }
@@ -1003,7 +952,7 @@ static void test_the_checker_across_4_processes_sees_no_overlap_the_exact_count_
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f[N];
-    masters_start(f);
+    masters_start(f, N);
     long sections = test_scaled(40);
     long total = CHILDREN * sections;
     size_t size = sizeof(shared_log) + (size_t)total * sizeof(shared_section);
@@ -1058,7 +1007,7 @@ static void test_the_checker_across_4_processes_sees_no_overlap_the_exact_count_
            (unsigned long long)s->log[0].token, (unsigned long long)s->log[total - 1].token);
     munmap(s, size);
     assert_int_equal(members_present(f, NULL), 0);
-    masters_stop(f);
+    masters_stop(f, N);
 }
 
 /* ---- the members are asked at once ------------------------------------------------------ */
@@ -1099,15 +1048,12 @@ static void test_the_5_members_are_asked_at_once_not_one_after_another(void **st
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f[N];
-    masters_start(f);
+    masters_start(f, N);
     fault_proxy *px[N];
-    app a;
-    memset(&a, 0, sizeof(a));
+    masters_app a = {.n = N};
     for (int i = 0; i < N; i++) {
         assert_int_equal(fault_proxy_start(redis_fixture_unix_url(f[i]), &px[i]), 0);
-        int rc = connect_url(fault_proxy_url(px[i]), NULL, &a.c[i]);
-        if (rc != DLOCK_OK)
-            fail_msg("connect through the proxy: %s (%s)", dlock_err_name(rc), dlock_last_error());
+        a.c[i] = connect_client_cfg(NULL, (test_client_cfg){.url = fault_proxy_url(px[i])});
         ASSERT_RC(dlock_lock_new(a.c[i], NAME, &a.member[i]), DLOCK_OK);
         ASSERT_RC(dlock_client_ping(a.c[i]), DLOCK_OK); /* connected, scripts loaded: idle */
     }
@@ -1155,11 +1101,11 @@ static void test_the_5_members_are_asked_at_once_not_one_after_another(void **st
     ASSERT_RC(atomic_load(&m.release_rc), DLOCK_OK);
     printf("# the same for a MultiLock (one member after another): %d\n", most_multi);
     assert_int_equal(most_multi, 1);
-    app_close(&a);
+    masters_app_close(&a);
     for (int i = 0; i < N; i++)
         fault_proxy_stop(px[i]);
     assert_int_equal(members_present(f, NULL), 0);
-    masters_stop(f);
+    masters_stop(f, N);
 }
 
 int main(void) {

@@ -34,18 +34,7 @@
 #define N 5
 #define APPS 2
 #define NAME "rl-threads"
-
-static dlock_client *connect_client(redis_fixture *f) {
-    dlock_options o;
-    dlock_options_init(&o);
-    o.url = redis_fixture_unix_url(f);
-    o.watchdog_ms = 3000;
-    dlock_client *c = NULL;
-    int rc = dlock_client_new(&o, &c);
-    if (rc != DLOCK_OK)
-        fail_msg("connect: %s (%s)", dlock_err_name(rc), dlock_last_error());
-    return c;
-}
+#define WATCHDOG_MS 3000
 
 /* ---- the checker ------------------------------------------------------------------------- */
 
@@ -182,38 +171,16 @@ static int64_t run_checked(worker *w, int n, long sections) {
 
 /* ---- RedLock: two applications, threads sharing each one's handle ------------------------ */
 
-typedef struct app {
-    dlock_client *c[N];
-    dlock_lock *member[N];
-    dlock_lock *rl;
-} app;
-
-static void app_open(app *a, redis_fixture *f[N]) {
-    for (int i = 0; i < N; i++) {
-        a->c[i] = connect_client(f[i]);
-        ASSERT_RC(dlock_lock_new(a->c[i], NAME, &a->member[i]), DLOCK_OK);
-    }
-    ASSERT_RC(dlock_redlock_new(a->member, N, &a->rl), DLOCK_OK);
-}
-
-static void app_close(app *a) {
-    dlock_lock_free(a->rl);
-    for (int i = 0; i < N; i++)
-        dlock_lock_free(a->member[i]);
-    for (int i = 0; i < N; i++)
-        ASSERT_RC(dlock_client_free(a->c[i]), DLOCK_OK);
-}
-
 static void test_two_applications_three_threads_each_on_one_redlock_never_overlap_and_count_exactly(
     void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f[N];
-    for (int i = 0; i < N; i++)
-        assert_int_equal(redis_fixture_start(NULL, &f[i]), 0);
-    app apps[APPS];
+    masters_start(f, N);
+    masters_app apps[APPS];
     for (int i = 0; i < APPS; i++)
-        app_open(&apps[i], f);
+        masters_app_open(&apps[i], f, N, NAME, &(test_client_cfg){.watchdog_ms = WATCHDOG_MS},
+                         false);
     const int threads = 3 * APPS;
     long sections = test_scaled(10);
     worker w[3 * APPS];
@@ -226,9 +193,8 @@ static void test_two_applications_three_threads_each_on_one_redlock_never_overla
     printf("# RedLock, %d applications x 3 threads: %ld sections in %lld ms\n", APPS,
            threads * sections, (long long)took);
     for (int i = 0; i < APPS; i++)
-        app_close(&apps[i]);
-    for (int i = 0; i < N; i++)
-        redis_fixture_stop(f[i]);
+        masters_app_close(&apps[i]);
+    masters_stop(f, N);
 }
 
 /* ---- MultiLock: overlapping sets in opposite orders -------------------------------------- */
@@ -282,10 +248,9 @@ test_two_threads_taking_overlapping_multilocks_in_opposite_orders_never_deadlock
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f[3];
     dlock_client *c[3];
+    masters_start(f, 3);
     for (int i = 0; i < 3; i++)
-        assert_int_equal(redis_fixture_start(NULL, &f[i]), 0);
-    for (int i = 0; i < 3; i++)
-        c[i] = connect_client(f[i]);
+        c[i] = connect_client_cfg(f[i], (test_client_cfg){.watchdog_ms = WATCHDOG_MS});
     checker k = {.mu = PTHREAD_MUTEX_INITIALIZER};
     long rounds = test_scaled(200);
     overlap_worker w[2] = {{.c = c, .index = 0, .rounds = rounds, .k = &k},

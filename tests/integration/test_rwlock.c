@@ -45,28 +45,6 @@
 
 /* ---- helpers ----------------------------------------------------------------------------- */
 
-/* A blocking-face client on f; 0 keeps the default watchdog_ms / fair_wait_ms. */
-static dlock_client *connect_client_with(redis_fixture *f, int64_t watchdog_ms,
-                                         int64_t fair_wait_ms) {
-    dlock_options o;
-    dlock_options_init(&o);
-    o.url = redis_fixture_unix_url(f);
-    if (watchdog_ms > 0)
-        o.watchdog_ms = watchdog_ms;
-    if (fair_wait_ms > 0)
-        o.fair_wait_ms = fair_wait_ms;
-    o.retry_delay_ms = 100;
-    dlock_client *c = NULL;
-    int rc = dlock_client_new(&o, &c);
-    if (rc != DLOCK_OK)
-        fail_msg("connect: %s (%s)", dlock_err_name(rc), dlock_last_error());
-    return c;
-}
-
-static dlock_client *connect_client(redis_fixture *f, int64_t watchdog_ms) {
-    return connect_client_with(f, watchdog_ms, 0);
-}
-
 static dlock_rwlock *new_rw(dlock_client *c, const char *name) {
     dlock_rwlock *rw = NULL;
     ASSERT_RC(dlock_rwlock_new(c, name, &rw), DLOCK_OK);
@@ -259,38 +237,6 @@ static pthread_t start_and_let_it_sleep(redis_fixture *f, const char *channel,
 
 /* ---- the lost callback's record (static: the loop thread writes it) ---------------------- */
 
-static struct {
-    pthread_mutex_t mu;
-    int calls;
-    int reason;
-    dlock_lock *lock;
-} lost = {.mu = PTHREAD_MUTEX_INITIALIZER};
-
-static void lost_reset(void) {
-    pthread_mutex_lock(&lost.mu);
-    lost.calls = 0;
-    lost.reason = 0;
-    lost.lock = NULL;
-    pthread_mutex_unlock(&lost.mu);
-}
-
-static void record_lost(dlock_lock *l, uint64_t owner, int reason, void *arg) {
-    (void)owner;
-    (void)arg;
-    pthread_mutex_lock(&lost.mu);
-    lost.calls++;
-    lost.reason = reason;
-    lost.lock = l;
-    pthread_mutex_unlock(&lost.mu);
-}
-
-static int lost_calls(void) {
-    pthread_mutex_lock(&lost.mu);
-    int n = lost.calls;
-    pthread_mutex_unlock(&lost.mu);
-    return n;
-}
-
 /* ---- readers share, a writer waits -------------------------------------------------------- */
 
 static void
@@ -298,7 +244,7 @@ test_readers_of_two_clients_share_and_a_writer_waits_for_the_last_of_them(void *
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *a = connect_client(f, 0), *b = connect_client(f, 0), *w = connect_client(f, 0);
+    dlock_client *a = connect_client(f), *b = connect_client(f), *w = connect_client(f);
     dlock_rwlock *ra = new_rw(a, "shared"), *rb = new_rw(b, "shared"), *rw = new_rw(w, "shared");
     ASSERT_RC(dlock_lock_try_acquire(READ(ra), 0, 30000), DLOCK_OK);
     ASSERT_RC(dlock_lock_try_acquire(READ(rb), 0, 30000), DLOCK_OK);
@@ -370,7 +316,7 @@ test_writer_excludes_readers_and_10_blocked_readers_all_enter_within_300_ms_of_t
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *w = connect_client(f, 0), *b = connect_client(f, 0), *c = connect_client(f, 0);
+    dlock_client *w = connect_client(f), *b = connect_client(f), *c = connect_client(f);
     dlock_rwlock *rww = new_rw(w, "wake-all"), *rwb = new_rw(b, "wake-all"),
                  *rwc = new_rw(c, "wake-all");
     const int rounds = 3;
@@ -426,7 +372,7 @@ static void test_writer_that_reads_then_releases_the_write_hold_leaves_mode_read
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *a = connect_client(f, 0), *b = connect_client(f, 0);
+    dlock_client *a = connect_client(f), *b = connect_client(f);
     dlock_rwlock *ra = new_rw(a, "downgrade"), *rb = new_rw(b, "downgrade");
     ASSERT_RC(dlock_lock_acquire(WRITE(ra), 30000), DLOCK_OK);
     ASSERT_RC(dlock_lock_try_acquire(READ(ra), 0, 30000), DLOCK_OK); /* the writer may read */
@@ -473,7 +419,7 @@ test_reader_cannot_upgrade_its_write_attempt_times_out_and_it_still_reads(void *
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *a = connect_client(f, 0), *b = connect_client(f, 0);
+    dlock_client *a = connect_client(f), *b = connect_client(f);
     dlock_rwlock *ra = new_rw(a, "no-upgrade"), *rb = new_rw(b, "no-upgrade");
     ASSERT_RC(dlock_lock_acquire(READ(ra), 30000), DLOCK_OK);
     ASSERT_RC(dlock_lock_try_acquire(WRITE(ra), 0, 30000), DLOCK_ETIMEDOUT);
@@ -514,7 +460,7 @@ test_read_hold_of_4_s_and_a_second_hold_at_3_s_released_let_a_writer_in_at_5_s(v
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *a = connect_client(f, 0), *b = connect_client(f, 0);
+    dlock_client *a = connect_client(f), *b = connect_client(f);
     dlock_rwlock *ra = new_rw(a, "lease-4s"), *rb = new_rw(b, "lease-4s");
     char field[128], key1[256], key2[256];
     reader_field(a, dlock_thread_owner(), field, sizeof(field));
@@ -550,7 +496,9 @@ test_reader_whose_lease_ran_out_stops_counting_while_another_reader_renews(void 
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *a = connect_client(f, 0), *b = connect_client(f, 1500), *w = connect_client(f, 0);
+    dlock_client *a = connect_client(f),
+                 *b = connect_client_cfg(f, (test_client_cfg){.watchdog_ms = 1500}),
+                 *w = connect_client(f);
     dlock_rwlock *ra = new_rw(a, "one-expires"), *rb = new_rw(b, "one-expires"),
                  *rw = new_rw(w, "one-expires");
     char field_a[128], key_a[256];
@@ -585,7 +533,7 @@ static void test_write_lease_that_runs_out_lets_two_waiting_readers_in(void **st
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *a = connect_client(f, 0), *b = connect_client(f, 0);
+    dlock_client *a = connect_client(f), *b = connect_client(f);
     dlock_rwlock *ra = new_rw(a, "write-lease"), *rb = new_rw(b, "write-lease");
     ASSERT_RC(dlock_lock_try_acquire(WRITE(ra), 1000, 1500), DLOCK_OK);
     int64_t start = test_now_us();
@@ -621,7 +569,7 @@ test_layout_is_mode_reader_and_writer_fields_and_a_timeout_key_per_read_hold(voi
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *c = connect_client(f, 0);
+    dlock_client *c = connect_client(f);
     dlock_rwlock *rw = new_rw(c, "layout");
     char rfield[128], wfield[128], key1[256], key2[256], want[512], dump[1024];
     reader_field(c, dlock_thread_owner(), rfield, sizeof(rfield));
@@ -697,7 +645,7 @@ static void check_channel_and_keys(const char *name, const char *channel, const 
     assert_int_equal(r->type, REDIS_REPLY_ARRAY);
     freeReplyObject(r);
 
-    dlock_client *c = connect_client(f, 0), *d = connect_client(f, 0);
+    dlock_client *c = connect_client(f), *d = connect_client(f);
     dlock_rwlock *rw = new_rw(c, name), *rd = new_rw(d, name);
     ASSERT_RC(dlock_lock_acquire(WRITE(rw), 20000), DLOCK_OK);
     ASSERT_RC(dlock_lock_release(WRITE(rw)), DLOCK_OK);
@@ -767,8 +715,9 @@ static void test_waiting_writer_holds_new_readers_back_and_is_listed_with_a_serv
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
     const int64_t fair_wait_ms = 3000;
-    dlock_client *a = connect_client(f, 0), *w = connect_client_with(f, 0, fair_wait_ms),
-                 *n = connect_client(f, 0);
+    dlock_client *a = connect_client(f),
+                 *w = connect_client_cfg(f, (test_client_cfg){.fair_wait_ms = fair_wait_ms}),
+                 *n = connect_client(f);
     dlock_rwlock *ra = new_rw(a, "priority"), *rw = new_rw(w, "priority"),
                  *rn = new_rw(n, "priority");
     ASSERT_RC(dlock_lock_acquire(READ(ra), 30000), DLOCK_OK);
@@ -824,7 +773,7 @@ static void test_writer_that_gives_up_lets_the_readers_it_held_back_in_at_once(v
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *a = connect_client(f, 0), *w = connect_client(f, 0), *n = connect_client(f, 0);
+    dlock_client *a = connect_client(f), *w = connect_client(f), *n = connect_client(f);
     dlock_rwlock *ra = new_rw(a, "gives-up"), *rw = new_rw(w, "gives-up"),
                  *rn = new_rw(n, "gives-up");
     ASSERT_RC(dlock_lock_acquire(READ(ra), 30000), DLOCK_OK);
@@ -858,7 +807,7 @@ static void test_dead_waiting_writer_holds_readers_back_no_longer_than_its_deadl
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *c = connect_client(f, 0);
+    dlock_client *c = connect_client(f);
     dlock_rwlock *rw = new_rw(c, "ghost");
     /* a writer that joined the line and died: its deadline 1 s from now, never refreshed */
     long long deadline = server_now_ms(f) + 1000;
@@ -884,8 +833,9 @@ static void test_watchdog_keeps_read_holds_of_two_clients_for_four_periods(void 
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
     const int64_t watchdog_ms = 1500;
-    dlock_client *a = connect_client(f, watchdog_ms), *b = connect_client(f, watchdog_ms),
-                 *w = connect_client(f, 0);
+    dlock_client *a = connect_client_cfg(f, (test_client_cfg){.watchdog_ms = watchdog_ms}),
+                 *b = connect_client_cfg(f, (test_client_cfg){.watchdog_ms = watchdog_ms}),
+                 *w = connect_client(f);
     dlock_rwlock *ra = new_rw(a, "kept"), *rb = new_rw(b, "kept"), *rw = new_rw(w, "kept");
     ASSERT_RC(dlock_lock_acquire(READ(ra), DLOCK_WATCHDOG), DLOCK_OK);
     ASSERT_RC(dlock_lock_acquire(READ(ra), DLOCK_WATCHDOG), DLOCK_OK); /* two holds, two keys */
@@ -1031,7 +981,8 @@ test_dead_clients_read_hold_runs_out_while_a_live_reader_renews_and_the_writer_g
     char child_field[128], child_key[256];
     start_reader_child(f, "zombie", watchdog_ms, child_field, sizeof(child_field), child_key,
                        sizeof(child_key));
-    dlock_client *live = connect_client(f, 1500), *w = connect_client(f, 0);
+    dlock_client *live = connect_client_cfg(f, (test_client_cfg){.watchdog_ms = 1500}),
+                 *w = connect_client(f);
     dlock_rwlock *rl = new_rw(live, "zombie"), *rw = new_rw(w, "zombie");
     ASSERT_RC(dlock_lock_acquire(READ(rl), DLOCK_WATCHDOG), DLOCK_OK);
     int64_t killed_at = kill_child_now();
@@ -1074,7 +1025,8 @@ static void test_dead_clients_read_hold_keeps_a_writer_out_no_longer_than_its_le
     char child_field[128], child_key[256];
     start_reader_child(f, "zombie-alone", watchdog_ms, child_field, sizeof(child_field), child_key,
                        sizeof(child_key));
-    dlock_client *live = connect_client(f, 1500), *w = connect_client(f, 0);
+    dlock_client *live = connect_client_cfg(f, (test_client_cfg){.watchdog_ms = 1500}),
+                 *w = connect_client(f);
     dlock_rwlock *rl = new_rw(live, "zombie-alone"), *rw = new_rw(w, "zombie-alone");
     /* a live reader renews its own hold for a while, then releases right after the kill */
     ASSERT_RC(dlock_lock_acquire(READ(rl), DLOCK_WATCHDOG), DLOCK_OK);
@@ -1121,7 +1073,7 @@ static void test_hold_counts_of_each_half_go_0_1_0_2_1_0_and_count_apart(void **
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *c = connect_client(f, 0);
+    dlock_client *c = connect_client(f);
     dlock_rwlock *rw = new_rw(c, "counted");
     const int64_t want[6] = {0, 1, 0, 2, 1, 0};
     dlock_lock *halves[2] = {READ(rw), WRITE(rw)};
@@ -1176,7 +1128,7 @@ test_release_without_a_hold_is_enotowner_on_each_half_and_changes_nothing(void *
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *a = connect_client(f, 0), *b = connect_client(f, 0);
+    dlock_client *a = connect_client(f), *b = connect_client(f);
     dlock_rwlock *ra = new_rw(a, "owned"), *rb = new_rw(b, "owned");
     ASSERT_RC(dlock_lock_release(READ(ra)), DLOCK_ENOTOWNER); /* nobody holds anything */
     ASSERT_RC(dlock_lock_release(WRITE(ra)), DLOCK_ENOTOWNER);
@@ -1227,7 +1179,7 @@ static void test_is_locked_of_each_half_follows_the_mode_as_in_redisson(void **s
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *a = connect_client(f, 0), *b = connect_client(f, 0);
+    dlock_client *a = connect_client(f), *b = connect_client(f);
     dlock_rwlock *ra = new_rw(a, "which"), *rb = new_rw(b, "which");
     expect_locked(rb, false, false);
     ASSERT_RC(dlock_lock_acquire(READ(ra), 30000), DLOCK_OK);
@@ -1257,7 +1209,8 @@ test_force_release_of_each_half_frees_only_its_mode_and_the_holder_is_told(void 
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *a = connect_client(f, 1500), *b = connect_client(f, 0);
+    dlock_client *a = connect_client_cfg(f, (test_client_cfg){.watchdog_ms = 1500}),
+                 *b = connect_client(f);
     dlock_rwlock *ra = new_rw(a, "forced"), *rb = new_rw(b, "forced");
     ASSERT_RC(dlock_lock_on_lost(READ(ra), record_lost, NULL), DLOCK_OK);
     ASSERT_RC(dlock_lock_on_lost(WRITE(ra), record_lost, NULL), DLOCK_OK);
@@ -1277,10 +1230,9 @@ test_force_release_of_each_half_frees_only_its_mode_and_the_holder_is_told(void 
         bool told = false;
         POLL_UNTIL(told, lost_calls() > 0, slack_ms(1500));
         assert_true(told);
-        pthread_mutex_lock(&lost.mu);
+        lost_record lost = lost_get();
         int reason = lost.reason;
         dlock_lock *which = lost.lock;
-        pthread_mutex_unlock(&lost.mu);
         ASSERT_RC(reason, DLOCK_ELOST);
         assert_ptr_equal(which, halves[h]);
         ASSERT_RC(dlock_lock_release(halves[h]), DLOCK_ELOST);
@@ -1300,7 +1252,7 @@ static void test_force_release_of_the_read_half_wakes_a_waiting_writer(void **st
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *a = connect_client(f, 0), *w = connect_client(f, 0);
+    dlock_client *a = connect_client(f), *w = connect_client(f);
     dlock_rwlock *ra = new_rw(a, "forced-wake"), *rw = new_rw(w, "forced-wake");
     ASSERT_RC(dlock_lock_acquire(READ(ra), 30000), DLOCK_OK);
     attempt wr = {.l = WRITE(rw), .wait_ms = slack_ms(10000), .lease_ms = 30000, .release = true};
@@ -1325,7 +1277,7 @@ static void test_read_hash_deleted_behind_the_readers_fires_each_lost_callback_o
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *a = connect_client(f, 1500);
+    dlock_client *a = connect_client_cfg(f, (test_client_cfg){.watchdog_ms = 1500});
     dlock_rwlock *ra = new_rw(a, "deleted");
     ASSERT_RC(dlock_lock_on_lost(READ(ra), record_lost, NULL), DLOCK_OK);
     lost_reset();
@@ -1351,7 +1303,7 @@ static void test_bad_arguments_are_einval_without_any_io(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *c = connect_client(f, 0);
+    dlock_client *c = connect_client(f);
     dlock_rwlock *rw = new_rw(c, "valid");
     long long before = redis_fixture_info_int(f, "stats", "total_commands_processed");
 
@@ -1409,7 +1361,7 @@ test_key_of_another_type_is_eredis_wrongtype_on_both_halves_and_unchanged(void *
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *c = connect_client(f, 0);
+    dlock_client *c = connect_client(f);
     dlock_rwlock *rw = new_rw(c, "a-string");
     freeReplyObject(redis_fixture_cmd(f, "SET a-string x"));
     dlock_lock *halves[2] = {READ(rw), WRITE(rw)};
@@ -1463,7 +1415,7 @@ static void test_async_owners_share_the_read_half_and_an_async_writer_waits_for_
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *c = connect_client(f, 0);
+    dlock_client *c = connect_client(f);
     dlock_rwlock *rw = new_rw(c, "async");
     for (int i = 0; i < 4; i++)
         atomic_store(&async_rec.calls[i], 0);
@@ -1506,7 +1458,7 @@ static void test_waiting_writer_canceled_by_free_leaves_the_line_and_readers_ent
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *a = connect_client(f, 0), *w = connect_client(f, 0), *n = connect_client(f, 0);
+    dlock_client *a = connect_client(f), *w = connect_client(f), *n = connect_client(f);
     dlock_rwlock *ra = new_rw(a, "canceled"), *rw = new_rw(w, "canceled"),
                  *rn = new_rw(n, "canceled");
     atomic_store(&async_rec.calls[0], 0);
@@ -1575,7 +1527,7 @@ static void test_read_and_write_scripts_sent_twice_with_the_same_belief_apply_on
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
-    dlock_client *c = connect_client(f, 0);
+    dlock_client *c = connect_client(f);
     const char *reader = "0b7b5a80-0000-4000-8000-000000000001:42";
     const char *writer = "0b7b5a80-0000-4000-8000-000000000001:43:write";
     const char *k1 = "{resent}:0b7b5a80-0000-4000-8000-000000000001:42:rwlock_timeout:1";

@@ -35,19 +35,6 @@
 #define BUDGET_S 120
 #define CLIENTS 2
 
-static dlock_client *connect_client(redis_fixture *f, int64_t fair_wait_ms) {
-    dlock_options o;
-    dlock_options_init(&o);
-    o.url = redis_fixture_unix_url(f);
-    if (fair_wait_ms > 0)
-        o.fair_wait_ms = fair_wait_ms;
-    dlock_client *c = NULL;
-    int rc = dlock_client_new(&o, &c);
-    if (rc != DLOCK_OK)
-        fail_msg("connect: %s (%s)", dlock_err_name(rc), dlock_last_error());
-    return c;
-}
-
 /* ---- the checker ------------------------------------------------------------------------- */
 
 typedef struct checker {
@@ -207,7 +194,7 @@ static void test_random_read_write_mix_of_2_clients_x_6_threads_has_no_violation
     dlock_client *clients[CLIENTS];
     dlock_rwlock *rws[CLIENTS];
     for (int c = 0; c < CLIENTS; c++) {
-        clients[c] = connect_client(f, 0);
+        clients[c] = connect_client(f);
         ASSERT_RC(dlock_rwlock_new(clients[c], "mix", &rws[c]), DLOCK_OK);
     }
     static checker k;
@@ -317,10 +304,11 @@ test_writer_gets_in_under_a_continuous_stream_of_readers_within_fair_wait_plus_2
     assert_int_equal(redis_fixture_start(NULL, &f), 0);
     const int64_t fair_wait_ms = 3000;
     enum { READERS = 6 };
-    dlock_client *rc[CLIENTS], *wc = connect_client(f, fair_wait_ms);
+    dlock_client *rc[CLIENTS],
+        *wc = connect_client_cfg(f, (test_client_cfg){.fair_wait_ms = fair_wait_ms});
     dlock_rwlock *rrw[CLIENTS], *wrw = NULL;
     for (int c = 0; c < CLIENTS; c++) {
-        rc[c] = connect_client(f, fair_wait_ms);
+        rc[c] = connect_client_cfg(f, (test_client_cfg){.fair_wait_ms = fair_wait_ms});
         ASSERT_RC(dlock_rwlock_new(rc[c], "stream", &rrw[c]), DLOCK_OK);
     }
     ASSERT_RC(dlock_rwlock_new(wc, "stream", &wrw), DLOCK_OK);
@@ -428,7 +416,7 @@ static void test_16_reader_threads_of_one_client_are_inside_at_once(void **state
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = NULL;
     assert_int_equal(redis_fixture_start(NULL, &f), 0);
-    dlock_client *c = connect_client(f, 0);
+    dlock_client *c = connect_client(f);
     dlock_rwlock *rw = NULL;
     ASSERT_RC(dlock_rwlock_new(c, "gathering", &rw), DLOCK_OK);
     enum { N = 16 };

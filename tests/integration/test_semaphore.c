@@ -38,22 +38,6 @@
 
 /* ---- helpers ----------------------------------------------------------------------------- */
 
-static dlock_client *connect_url(const char *url) {
-    dlock_options o;
-    dlock_options_init(&o);
-    o.url = url;
-    o.retry_delay_ms = 100;
-    dlock_client *c = NULL;
-    int rc = dlock_client_new(&o, &c);
-    if (rc != DLOCK_OK)
-        fail_msg("connect: %s (%s)", dlock_err_name(rc), dlock_last_error());
-    return c;
-}
-
-static dlock_client *connect_client(redis_fixture *f) {
-    return connect_url(redis_fixture_unix_url(f));
-}
-
 static dlock_semaphore *new_semaphore(dlock_client *c, const char *name) {
     dlock_semaphore *s = NULL;
     ASSERT_RC(dlock_semaphore_new(c, name, &s), DLOCK_OK);
@@ -743,31 +727,6 @@ test_every_call_on_a_hash_key_is_eredis_wrongtype_and_the_key_is_unchanged(void 
 
 /* ---- the async face ---------------------------------------------------------------------- */
 
-typedef struct app {
-    redis_fixture *f;
-    struct ev_loop *loop;
-    dlock_client *c;
-    dlock_semaphore *s;
-    ev_timer tick; /* keeps EVRUN_ONCE from blocking for long while we poll */
-} app;
-
-static void app_open(app *a, const char *name) {
-    memset(a, 0, sizeof(*a));
-    a->f = start_server();
-    a->loop = polling_loop_new(&a->tick);
-    a->c = connect_on_loop(a->f, a->loop);
-    ASSERT_RC(dlock_semaphore_new(a->c, name, &a->s), DLOCK_OK);
-    sync_with_client(a->loop, a->c, test_slack_ms(5000)); /* connected */
-}
-
-static void app_close(app *a) {
-    dlock_semaphore_free(a->s); /* on the loop thread: it goes through the client's queue */
-    sync_with_client(a->loop, a->c, test_slack_ms(5000));
-    ASSERT_RC(dlock_client_free(a->c), DLOCK_OK);
-    polling_loop_free(a->loop, &a->tick);
-    redis_fixture_stop(a->f);
-}
-
 typedef struct done {
     int calls;
     int status;
@@ -791,8 +750,9 @@ static void
 test_async_acquire_of_2_completes_after_the_second_async_release_of_1_once_each(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
-    app a;
-    app_open(&a, "async-sem");
+    loop_app a;
+    app_open(&a, NULL, 1);
+    ASSERT_RC(dlock_semaphore_new(a.c, "async-sem", &a.s), DLOCK_OK);
     callbacks_so_far = 0;
     done acq = {0}, rel1 = {0}, rel2 = {0}, now = {0};
     bool ok = false;
@@ -850,8 +810,9 @@ test_async_acquire_of_2_completes_after_the_second_async_release_of_1_once_each(
 static void test_async_acquire_of_0_calls_back_ok_once_without_io(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
-    app a;
-    app_open(&a, "async-zero");
+    loop_app a;
+    app_open(&a, NULL, 1);
+    ASSERT_RC(dlock_semaphore_new(a.c, "async-zero", &a.s), DLOCK_OK);
     callbacks_so_far = 0;
     done acq = {0}, rel = {0};
     bool ok = false;
@@ -875,8 +836,9 @@ static void
 test_semaphore_free_with_a_waiting_async_acquire_calls_it_back_canceled_once(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
-    app a;
-    app_open(&a, "async-canceled");
+    loop_app a;
+    app_open(&a, NULL, 1);
+    ASSERT_RC(dlock_semaphore_new(a.c, "async-canceled", &a.s), DLOCK_OK);
     callbacks_so_far = 0;
     done acq = {0};
     bool ok = false;

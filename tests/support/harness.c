@@ -139,6 +139,12 @@ dlock_client *connect_client_cfg(redis_fixture *f, test_client_cfg cfg) {
     return c;
 }
 
+int test_client_new(redis_fixture *f, const test_client_cfg *cfg, dlock_client **out) {
+    dlock_options o;
+    test_client_options(f, cfg, &o);
+    return dlock_client_new(&o, out);
+}
+
 dlock_client *connect_client(redis_fixture *f) {
     return connect_client_cfg(f, (test_client_cfg){0});
 }

@@ -118,6 +118,9 @@ static inline int test_retries(int n) {
 dlock_client *connect_client_cfg(redis_fixture *f, test_client_cfg cfg);
 /* The same with every default. */
 dlock_client *connect_client(redis_fixture *f);
+/* dlock_client_new's result for such a client, failing nothing: for forked children, which
+ * must not fail a cmocka test. */
+int test_client_new(redis_fixture *f, const test_client_cfg *cfg, dlock_client **out);
 /* dlock_options for a client of f (or cfg.url) with cfg applied; o.url points into f. */
 void test_client_options(redis_fixture *f, const test_client_cfg *cfg, dlock_options *o);
 

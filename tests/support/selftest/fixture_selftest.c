@@ -814,7 +814,8 @@ static void test_watchdog_kills_a_hanging_test(void **state) {
     assert_watchdog_status(status);
     assert_in_range(elapsed, budget_ms - 300, budget_ms + test_slack_ms(1000));
     char expected[128];
-    snprintf(expected, sizeof expected, "TEST HANG: hanging test did not finish within %.1f s (1 s x%g slack)\n",
+    snprintf(expected, sizeof expected,
+             "TEST HANG: hanging test did not finish within %.1f s (1 s x%g slack)\n",
              (double)budget_ms / 1000.0, test_slack_factor());
     assert_non_null(strstr(text, expected));
     assert_process_gone(rep.server_pid);
