@@ -1,17 +1,33 @@
 -- fair.lua — every operation of the fair lock (Redisson RFairLock), FIFO without stalls.
 --
--- One script for all of them, because each must begin the same way: drop every waiter
--- whose deadline passed (server TIME), and if that changed who is first in line while the
--- lock is free, wake the new first. Redisson drops only the head, and gives each waiter
--- "previous waiter + 5 minutes" from the client's clock; here each waiter refreshes its
--- own deadline (server TIME + fair_wait) with every attempt, so a dead waiter costs at
--- most fair_wait and a live one never loses its place.
+-- One script for all of them, because each must begin the same way: drop the waiters that
+-- are gone, and if that changed who is first in line while the lock is free, wake the new
+-- first.
+--
+-- Two kinds of waiter share the line, and each is judged by its own rule:
+--  - dlock's waiters are listed in the dlock-only sorted set KEYS[5] with a deadline on the
+--    server's clock (TIME + fair_wait) that each refreshes with every attempt: a dead one
+--    is dropped wherever it stands within fair_wait, a live one never loses its place.
+--  - any other waiter (a Redisson client's) as Redisson judges it: its score in
+--    redisson_lock_timeout:{N} is its deadline, and it is dropped only when first in line
+--    with that deadline passed.
+-- In redisson_lock_timeout:{N} dlock writes its waiters the score Redisson's scripts
+-- expect: a chain in which each waiter's deadline lies REDISSON_WAIT (Redisson's default
+-- fairLockWaitTimeout) after the one before it, lowered by that much for everyone behind
+-- on every acquisition and departure, as a Redisson client does. A Redisson acquisition
+-- then leaves a dlock waiter where a Redisson waiter would be, instead of in the past.
+--
+-- Every command that can fail runs before the first write (the types are checked first and
+-- the wake-ups are published before anything is written; a message is delivered when the
+-- script ends either way), so a refused PUBLISH leaves Redis unchanged.
 --
 -- KEYS[1]  the lock hash N (owner field -> hold count, as the reentrant lock)
 -- KEYS[2]  redisson_lock_queue:{N}: list of waiting owner fields, first in line first
--- KEYS[3]  redisson_lock_timeout:{N}: sorted set, owner field -> deadline (ms, server clock)
+-- KEYS[3]  redisson_lock_timeout:{N}: sorted set, owner field -> deadline (Redisson's form)
 -- KEYS[4]  redisson_lock__channel:{N}: a waiter listens on KEYS[4] .. ':' .. its field
--- KEYS[5]  fenced fair lock only: redisson_lock_token:{N}
+-- KEYS[5]  {N}:fair_waiters (dlock only): sorted set, dlock waiter field -> deadline (ms,
+--          server clock)
+-- KEYS[6]  fenced fair lock only: redisson_lock_token:{N}
 -- ARGV[1]  the operation:
 --   'acquire'  ARGV[2] lease ms, ARGV[3] field, ARGV[4] believed holds, ARGV[5] fair_wait ms
 --              -> {1, holds, token} acquired | {0, hint}: in line; hint = ms until it is
@@ -22,133 +38,233 @@
 --   'force'    -> 1 it was locked (now freed, the first waiter woken) | 0 it was not
 --   'leave'    ARGV[3] field -> 0 (the owner gave up waiting: out of line)
 -- Acquire and release recognise their own resend as the reentrant lock's scripts do.
-if KEYS[5] then
-    redis.call('get', KEYS[5]) -- a token key of another type fails here, before any write
+local N, queue, scores, channel, waiters, token_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4],
+    KEYS[5], KEYS[6]
+local op, field = ARGV[1], ARGV[3]
+local REDISSON_WAIT = 300000
+
+-- Wrong types fail here, before anything is written.
+local held_by_me = redis.call('hexists', N, field or '') == 1
+redis.call('llen', queue)
+redis.call('zcard', scores)
+redis.call('zcard', waiters)
+if token_key then
+    redis.call('get', token_key)
 end
 local time = redis.call('time')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 
-local function wake_first()
-    if redis.call('exists', KEYS[1]) == 0 then
-        local first = redis.call('lindex', KEYS[2], 0)
-        if first then
-            redis.call('publish', KEYS[4] .. ':' .. first, 0)
+-- ---- plan: who is gone, and the line as it will be (reads only) ---------------------------
+
+local line = redis.call('lrange', queue, 0, -1)
+local gone = {}
+for _, f in ipairs(redis.call('zrangebyscore', waiters, '-inf', now)) do
+    gone[f] = true -- dead dlock waiters, wherever they stand
+end
+for _, f in ipairs(line) do -- Redisson's rule for the others: the first, if it is late
+    if not gone[f] then
+        if redis.call('zscore', waiters, f) then
+            break
+        end
+        local score = redis.call('zscore', scores, f)
+        if not score or tonumber(score) > now then
+            break
+        end
+        gone[f] = true
+    end
+end
+
+-- The waiters that stay, in order, without `except`.
+local function staying(except)
+    local out = {}
+    for _, f in ipairs(line) do
+        if not gone[f] and f ~= except then
+            table.insert(out, f)
+        end
+    end
+    return out
+end
+
+local free = redis.call('exists', N) == 0
+local first_before = line[1]
+local wakes = {}
+
+-- After the operation: if the lock is free and the first waiter may not know it, tell it.
+local function wake_first_if(free_after, rest, told_anyway)
+    local first = rest[1]
+    if free_after and first and (first ~= first_before or told_anyway) then
+        table.insert(wakes, first)
+    end
+end
+
+-- ---- writes, after every wake-up is published -----------------------------------------------
+
+local function publish_wakes()
+    local sent = {}
+    for _, f in ipairs(wakes) do
+        if not sent[f] then
+            redis.call('publish', channel .. ':' .. f, 0)
+            sent[f] = true
         end
     end
 end
 
-local first_before = redis.call('lindex', KEYS[2], 0)
-local gone = redis.call('zrangebyscore', KEYS[3], '-inf', now)
-if #gone > 0 then
-    for _, field in ipairs(gone) do
-        redis.call('lrem', KEYS[2], 0, field)
-    end
-    redis.call('zremrangebyscore', KEYS[3], '-inf', now)
-    if redis.call('lindex', KEYS[2], 0) ~= first_before then
-        wake_first()
+local function remove_gone()
+    for f in pairs(gone) do
+        redis.call('lrem', queue, 0, f)
+        redis.call('zrem', scores, f)
+        redis.call('zrem', waiters, f)
     end
 end
 
-local op, field = ARGV[1], ARGV[3]
+-- Out of line as Redisson takes a waiter out: everyone behind it moves REDISSON_WAIT closer.
+local function out_of_line(behind)
+    redis.call('lrem', queue, 0, field)
+    redis.call('zrem', scores, field)
+    redis.call('zrem', waiters, field)
+    for _, f in ipairs(behind) do
+        if redis.call('zscore', scores, f) then
+            redis.call('zincrby', scores, -REDISSON_WAIT, f)
+        end
+    end
+end
 
 local function take(believed)
-    local holds = tonumber(redis.call('hget', KEYS[1], field)) or 0
+    local holds = tonumber(redis.call('hget', N, field)) or 0
     local token = 0
     if holds > 0 and holds == believed + 1 then -- a resend of an applied acquire
-        redis.call('pexpire', KEYS[1], ARGV[2])
-        if KEYS[5] then
-            token = tonumber(redis.call('get', KEYS[5])) or 0
+        redis.call('pexpire', N, ARGV[2])
+        if token_key then
+            token = tonumber(redis.call('get', token_key)) or 0
         end
         return {1, holds, token}
     end
-    holds = redis.call('hincrby', KEYS[1], field, 1)
-    redis.call('pexpire', KEYS[1], ARGV[2])
-    if KEYS[5] then
-        token = redis.call('incr', KEYS[5])
+    holds = redis.call('hincrby', N, field, 1)
+    redis.call('pexpire', N, ARGV[2])
+    if token_key then
+        token = redis.call('incr', token_key)
     end
     return {1, holds, token}
 end
 
-if op == 'acquire' then
-    local believed = tonumber(ARGV[4])
-    if redis.call('hexists', KEYS[1], field) == 1 then
-        return take(believed) -- reentrant
-    end
-    local first = redis.call('lindex', KEYS[2], 0)
-    if redis.call('exists', KEYS[1]) == 0 then
-        if not first or first == field then
-            if first then
-                redis.call('lpop', KEYS[2])
-            end
-            redis.call('zrem', KEYS[3], field)
-            -- The new first waiter last heard "free, but another is first", and sleeps until
-            -- its next refresh (fair_wait/3). If our lease ends sooner, tell it now, so its
-            -- next attempt learns when to look again.
-            local next = redis.call('lindex', KEYS[2], 0)
-            if next and tonumber(ARGV[2]) < math.floor(tonumber(ARGV[5]) / 3) then
-                redis.call('publish', KEYS[4] .. ':' .. next, 0)
-            end
-            return take(believed)
+-- In line (at the back if not yet), deadlines refreshed; the reply's hint.
+local function wait_in_line(rest, fair_wait)
+    local pred, in_line = nil, false
+    for _, f in ipairs(rest) do
+        if f == field then
+            in_line = true
+            break
         end
-        -- free, but another waiter is first: make sure it knows
-        redis.call('publish', KEYS[4] .. ':' .. first, 0)
+        pred = f
     end
-    local fair_wait = tonumber(ARGV[5])
-    if not redis.call('zscore', KEYS[3], field) then
-        redis.call('rpush', KEYS[2], field)
+    if not in_line then
+        redis.call('rpush', queue, field)
     end
-    redis.call('zadd', KEYS[3], now + fair_wait, field)
+    -- Redisson's form: after the one before (or the lock's lease), by REDISSON_WAIT; never
+    -- lowered here, so Redisson's own lowering on acquisitions ahead cannot make it late.
+    local pttl = redis.call('pttl', N)
+    local score = now + math.max(pttl, 0) + REDISSON_WAIT
+    local pred_score = pred and tonumber(redis.call('zscore', scores, pred))
+    if pred_score then
+        score = math.max(score, pred_score + REDISSON_WAIT)
+    end
+    local current = tonumber(redis.call('zscore', scores, field))
+    if not current or current < score then
+        redis.call('zadd', scores, score, field)
+    end
+    redis.call('zadd', waiters, now + fair_wait, field)
     local hint = math.floor(fair_wait / 3)
-    local pttl = redis.call('pttl', KEYS[1])
     if pttl >= 0 and pttl < hint then
         hint = pttl
     end
-    first = redis.call('lindex', KEYS[2], 0)
-    if first ~= field then
-        local deadline = tonumber(redis.call('zscore', KEYS[3], first))
+    local first = rest[1]
+    if first and first ~= field then -- it may be dropped sooner: look again then
+        local deadline = tonumber(redis.call('zscore', waiters, first) or
+                                      redis.call('zscore', scores, first))
         if deadline and deadline - now + 1 < hint then
             hint = math.max(deadline - now + 1, 0)
         end
     end
     return {0, hint}
+end
+
+if op == 'acquire' then
+    local believed = tonumber(ARGV[4])
+    if held_by_me then
+        remove_gone()
+        return take(believed) -- reentrant
+    end
+    local rest = staying(nil)
+    local first = rest[1]
+    if free and (not first or first == field) then
+        local behind = staying(field)
+        -- The new first waiter last heard "free, but another is first", and sleeps until
+        -- its next refresh (fair_wait/3). If our lease ends sooner, tell it now, so its
+        -- next attempt learns when to look again.
+        if behind[1] and tonumber(ARGV[2]) < math.floor(tonumber(ARGV[5]) / 3) then
+            table.insert(wakes, behind[1])
+        end
+        publish_wakes()
+        remove_gone()
+        out_of_line(behind)
+        return take(believed)
+    end
+    wake_first_if(free, rest, true) -- free, but another waiter is first: make sure it knows
+    publish_wakes()
+    remove_gone()
+    return wait_in_line(rest, tonumber(ARGV[5]))
 elseif op == 'release' then
-    local holds = tonumber(redis.call('hget', KEYS[1], field))
+    local holds = tonumber(redis.call('hget', N, field))
+    local believed = tonumber(ARGV[4])
+    local left = nil
+    if holds and not (believed > 0 and holds == believed - 1) then -- not a resend
+        if believed > 0 and holds > believed then
+            holds = believed -- orphans of acquires reported failed go with this release
+        end
+        left = holds - 1
+    end
+    wake_first_if(free or left == 0, staying(nil), left == 0)
+    publish_wakes()
+    remove_gone()
     if not holds then
         return -1
     end
-    local believed = tonumber(ARGV[4])
-    if believed > 0 and holds == believed - 1 then
+    if not left then
         return holds -- a resend of an applied release
     end
-    if believed > 0 and holds > believed then
-        holds = believed -- orphans of acquires reported failed go with this release
+    if left > 0 then
+        redis.call('hset', N, field, left)
+        redis.call('pexpire', N, ARGV[2])
+        return left
     end
-    holds = holds - 1
-    if holds > 0 then
-        redis.call('hset', KEYS[1], field, holds)
-        redis.call('pexpire', KEYS[1], ARGV[2])
-        return holds
-    end
-    redis.call('del', KEYS[1])
-    wake_first()
+    redis.call('del', N)
     return 0
 elseif op == 'force' then
-    local kind = redis.call('type', KEYS[1])['ok']
+    local kind = redis.call('type', N)['ok']
+    wake_first_if(true, staying(nil), not free)
+    publish_wakes()
+    remove_gone()
     if kind == 'none' then
         return 0
     end
-    if kind ~= 'hash' then
-        return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value')
-    end
-    redis.call('del', KEYS[1])
-    wake_first()
+    redis.call('del', N)
     return 1
 elseif op == 'leave' then
-    local was_first = redis.call('lindex', KEYS[2], 0) == field
-    redis.call('lrem', KEYS[2], 0, field)
-    redis.call('zrem', KEYS[3], field)
-    if was_first then
-        wake_first()
+    local rest = staying(nil)
+    local behind, after = {}, false
+    for _, f in ipairs(rest) do
+        if after then
+            table.insert(behind, f)
+        end
+        after = after or f == field
+    end
+    wake_first_if(free, staying(field), rest[1] == field)
+    publish_wakes()
+    remove_gone()
+    if after then
+        out_of_line(behind)
+    else
+        out_of_line({})
     end
     return 0
 end

@@ -4,16 +4,21 @@
  * Redis layout (wire-compatible with Redisson, see REDIS_LAYOUT.md):
  *   N                                   hash: owner field -> hold count; PEXPIRE = lease
  *   redisson_lock_queue:{N}             list: waiting owner fields, first in line first
- *   redisson_lock_timeout:{N}           sorted set: owner field -> deadline (server clock)
+ *   redisson_lock_timeout:{N}           sorted set: owner field -> deadline in Redisson's form
+ *                                       (a chain, each waiter 5 min after the one before)
  *   redisson_lock__channel:{N}:<field>  each waiter's own channel; "0" wakes it
  *   redisson_lock_token:{N}             fenced fair lock: the token counter
+ *   {N}:fair_waiters                    dlock only: sorted set, dlock waiter field ->
+ *                                       deadline (server clock)
  * The one script beside this file, fair.lua, does every operation (see its comment for why
- * one script). Differences from Redisson: deadlines come from the server's clock and are
- * refreshed by every attempt of a live waiter (at least every fair_wait_ms / 3, the hint
- * fair.lua gives), every expired waiter is dropped (not only the head), and whoever
- * becomes first while the lock is free is woken: a dead waiter costs at most fair_wait_ms,
- * a live one never loses its place, nobody polls, and only the first waiter is woken by a
- * release (no herd). */
+ * one script). Differences from Redisson, for dlock's own waiters: their liveness is a
+ * deadline on the server's clock in {N}:fair_waiters, refreshed by every attempt of a live
+ * waiter (at least every fair_wait_ms / 3, the hint fair.lua gives); a dead one is dropped
+ * wherever it stands; whoever becomes first while the lock is free is woken: a dead waiter
+ * costs at most fair_wait_ms, a live one never loses its place, nobody polls, and only the
+ * first waiter is woken by a release (no herd). Redisson's waiters in the same line are
+ * judged by Redisson's rule (their score), and dlock keeps the scores Redisson's scripts
+ * read in the form they expect, so a Redisson acquisition never puts a dlock waiter out. */
 #include <string.h>
 
 #include "dlock/lock.h"
@@ -23,7 +28,16 @@
 typedef struct fair_keys {
     char *queue;
     char *timeout;
+    char *waiters; /* {N}:fair_waiters */
 } fair_keys;
+
+static void keys_free(void *p) {
+    fair_keys *k = p;
+    dlock__free(k->queue);
+    dlock__free(k->timeout);
+    dlock__free(k->waiters);
+    dlock__free(k);
+}
 
 static void *keys_new(const char *name) {
     fair_keys *k = dlock__calloc(1, sizeof(*k));
@@ -31,20 +45,12 @@ static void *keys_new(const char *name) {
         return NULL;
     k->queue = dlock__name_prefixed("redisson_lock_queue", name);
     k->timeout = dlock__name_prefixed("redisson_lock_timeout", name);
-    if (!k->queue || !k->timeout) {
-        dlock__free(k->queue);
-        dlock__free(k->timeout);
-        dlock__free(k);
+    k->waiters = dlock__name_suffixed(name, "fair_waiters");
+    if (!k->queue || !k->timeout || !k->waiters) {
+        keys_free(k);
         return NULL;
     }
     return k;
-}
-
-static void keys_free(void *p) {
-    fair_keys *k = p;
-    dlock__free(k->queue);
-    dlock__free(k->timeout);
-    dlock__free(k);
 }
 
 /* fair.lua's KEYS and operation, then the operation's arguments. */
@@ -54,6 +60,7 @@ static int fair_args(const dlock__lock_view *v, dlock__args *a, const char *op) 
     dlock__args_str(a, k->queue);
     dlock__args_str(a, k->timeout);
     dlock__args_str(a, v->channel);
+    dlock__args_str(a, k->waiters);
     if (v->token_key)
         dlock__args_str(a, v->token_key);
     int nkeys = a->n;
