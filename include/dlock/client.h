@@ -38,7 +38,7 @@ typedef struct dlock_options {
     int64_t timeout_ms;         /* 3000: reply timeout per command */
     int64_t connect_timeout_ms; /* 10000 */
     int retry_attempts;         /* 3: resends of a command whose connection dropped, when safe */
-    int64_t retry_delay_ms;     /* 1000 (jittered): first reconnect backoff step, doubled up to 8x */
+    int64_t retry_delay_ms;     /* 1000 (jittered): every reconnect waits; doubled up to 8x */
     int64_t fair_wait_ms;       /* 5000: how long a silent fair-lock waiter keeps its place */
     void (*log_cb)(int level, const char *msg, void *arg); /* NULL: no logging; loop thread */
     void *log_arg;
