@@ -21,7 +21,12 @@ typedef struct dlock_latch dlock_latch;
 /* A latch named name on client c. No I/O. DLOCK_EINVAL, DLOCK_ENOMEM. */
 DLOCK_EXTERN int dlock_latch_new(dlock_client *c, const char *name, dlock_latch **out);
 
-/* Frees the handle; no I/O. Waiting calls complete with DLOCK_ECANCELED. NULL ok. */
+/* Frees the handle; no I/O. From this call on every call on l is refused with
+ * DLOCK_ECLOSED, also from callbacks. Calls in flight complete: awaits with
+ * DLOCK_ECANCELED, a count down with its outcome; l stays valid inside their callbacks and
+ * its memory goes after the last one. On the loop thread it returns at once (callbacks on
+ * later turns); on another thread after they have all run. See "Freeing a handle" in
+ * dlock.h. NULL ok. */
 DLOCK_EXTERN void dlock_latch_free(dlock_latch *l);
 
 /* Sets the count if the latch is unset or finished (trySetCount). *was_set (may be NULL)

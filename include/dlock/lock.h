@@ -55,8 +55,13 @@ DLOCK_EXTERN int dlock_fencedlock_new(dlock_client *c, const char *name, dlock_l
 DLOCK_EXTERN int dlock_fairlock_new(dlock_client *c, const char *name, dlock_lock **out);
 
 /* Frees the handle. No I/O: holds still in place stop being renewed and expire by their
- * lease; calls still waiting on this handle complete with DLOCK_ECANCELED first. Must not
- * race with other calls on the same handle. NULL is a no-op. */
+ * lease, and the lost callback runs no more. From this call on every call on l is refused
+ * with DLOCK_ECLOSED, also from callbacks. Calls in flight on l complete: waiting acquires
+ * with DLOCK_ECANCELED, the others with their outcome; l stays valid inside their
+ * callbacks, and its memory goes after the last one. On the loop thread it returns at once
+ * (the callbacks follow on later turns); on another thread it returns after they have all
+ * run. See "Freeing a handle" in dlock.h. Must not race with other calls on the same
+ * handle. NULL is a no-op. */
 DLOCK_EXTERN void dlock_lock_free(dlock_lock *l);
 
 /* The name given at creation. */

@@ -7,7 +7,12 @@
  * return DLOCK_EINVAL. The members are the application's handles, made with
  * dlock_lock_new / dlock_fencedlock_new / dlock_fairlock_new on any clients; they must
  * outlive the composite, must not be composites themselves, and their lost callbacks are
- * taken over by the composite (it reports a member's loss through its own). */
+ * taken over by the composite (it reports a member's loss through its own).
+ *
+ * dlock_lock_free on a composite frees it at once (it has no async calls to cancel; a
+ * RedLock round still waiting for members keeps what it needs until they answer) and
+ * hands the members' lost callbacks back; free it before its members. A member freed
+ * first refuses every call with DLOCK_ECLOSED (dlock.h, "Freeing a handle"). */
 #ifndef DLOCK_MULTILOCK_H
 #define DLOCK_MULTILOCK_H
 

@@ -31,7 +31,10 @@ DLOCK_EXTERN int dlock_rwlock_new(dlock_client *c, const char *name, dlock_rwloc
 DLOCK_EXTERN dlock_lock *dlock_rwlock_read(dlock_rwlock *rw);
 DLOCK_EXTERN dlock_lock *dlock_rwlock_write(dlock_rwlock *rw);
 
-/* Frees rw and its halves, as dlock_lock_free does each. NULL is a no-op. */
+/* Frees rw and its halves, as dlock_lock_free does each: calls on either half are refused
+ * with DLOCK_ECLOSED from now on, and the callbacks of calls in flight on a half get that
+ * half, valid during the callback; rw itself is gone when this returns (do not call
+ * dlock_rwlock_read/write from those callbacks). NULL is a no-op. */
 DLOCK_EXTERN void dlock_rwlock_free(dlock_rwlock *rw);
 
 #ifdef __cplusplus

@@ -46,7 +46,12 @@ typedef struct dlock_semaphore dlock_semaphore;
 /* A semaphore named name on client c. No I/O. DLOCK_EINVAL, DLOCK_ENOMEM. */
 DLOCK_EXTERN int dlock_semaphore_new(dlock_client *c, const char *name, dlock_semaphore **out);
 
-/* Frees the handle; no I/O. Waiting calls on it complete with DLOCK_ECANCELED. NULL ok. */
+/* Frees the handle; no I/O. From this call on every call on s is refused with
+ * DLOCK_ECLOSED, also from callbacks. Calls in flight complete: waiting acquires with
+ * DLOCK_ECANCELED, the others with their outcome; s stays valid inside their callbacks and
+ * its memory goes after the last one. On the loop thread it returns at once (callbacks on
+ * later turns); on another thread after they have all run. See "Freeing a handle" in
+ * dlock.h. NULL ok. */
 DLOCK_EXTERN void dlock_semaphore_free(dlock_semaphore *s);
 
 /* Sets the number of permits if the semaphore does not exist yet (trySetPermits).
@@ -98,7 +103,10 @@ typedef struct {
 DLOCK_EXTERN int dlock_permits_new(dlock_client *c, const char *name, dlock_permits **out);
 
 /* Frees the handle; no I/O. Permits still acquired come back when their leases end (a
- * permit without a lease stays taken until released by id). NULL ok. */
+ * permit without a lease stays taken until released by id). Calls in flight and calls
+ * made after it behave as for dlock_semaphore_free: waiting acquires complete with
+ * DLOCK_ECANCELED, new calls are refused with DLOCK_ECLOSED, p stays valid inside the
+ * callbacks. NULL ok. */
 DLOCK_EXTERN void dlock_permits_free(dlock_permits *p);
 
 /* Sets the number of available permits if the semaphore does not exist yet. */

@@ -140,7 +140,8 @@ void dlock__op_init(dlock__op *op, dlock_client *c, dlock__op_fn start);
 int dlock__op_run(dlock__op *op);
 
 /* Async face: queue op to start on the next loop turn; op->complete runs exactly once.
- * DLOCK_ECLOSED on a closing client (then nothing runs). Safe from any thread. */
+ * DLOCK_ECLOSED on a closing client or a freed handle (then nothing runs). Safe from any
+ * thread. */
 int dlock__op_submit(dlock__op *op);
 
 /* Loop thread: op is over. For the async face op->complete runs now, with the loop
@@ -160,13 +161,23 @@ void dlock__user_callback_leave(dlock_client *c);
 /* ---- handles: a primitive's object and the ops in flight on it (submit.c) -------------- */
 
 /* Embedded in every primitive's handle (a lock, a semaphore, ...). Ops that work on the
- * handle keep it alive: dlock__handle_free() cancels what waits, then the last op to end
- * destroys it, so the application may free a handle with calls still in flight. */
+ * handle keep it alive, so the application may free a handle with calls still in flight.
+ * Its life, as include/dlock.h promises it:
+ *   1. open: calls are accepted;
+ *   2. closed (dlock__handle_free called, on any thread): every new call is refused with
+ *      DLOCK_ECLOSED; ops queued before it end with DLOCK_ECANCELED when they start;
+ *   3. freeing (the free reached the loop thread): what waits is canceled, ops already in
+ *      Redis end with their outcome, each callback runs with the handle still readable;
+ *   4. gone: the last op has ended; destroy frees the memory, and a blocking free waiting
+ *      off the loop thread returns. */
 struct dlock__handle {
     dlock_client *client;
     int ops_in_flight;
-    bool freeing;
+    _Atomic bool closed; /* step 2: set by the freeing call, read by every call */
+    bool freeing;        /* step 3, loop thread */
     struct dlock__waiter *waiters; /* waits on this handle, canceled when it is freed */
+    dlock__op free_call;           /* a free made on the loop thread, queued (step 2) */
+    dlock__op *free_waiter;        /* a blocking free waiting for step 4, or NULL */
     void (*cancel)(dlock__handle *h);  /* loop thread: cancel waits, drop leases (may be NULL) */
     void (*destroy)(dlock__handle *h); /* free the memory; no I/O */
 };
@@ -174,12 +185,19 @@ struct dlock__handle {
 void dlock__handle_init(dlock__handle *h, dlock_client *c, void (*cancel)(dlock__handle *),
                         void (*destroy)(dlock__handle *));
 
-/* The free protocol of every primitive's *_free(): from any thread, no I/O. The handle
- * goes after the ops queued before this call have started and every op has ended. */
+/* The free protocol of every primitive's *_free(), no I/O. On the loop thread it returns
+ * at once and the handle goes on a later turn, after every callback of its ops; on any
+ * other thread it returns once the handle is gone (its callbacks have all run). */
 void dlock__handle_free(dlock__handle *h);
 
+/* DLOCK_OK while h is open; DLOCK_ECLOSED (with a last-error text) once its *_free has
+ * been called. Any thread. dlock__op_submit checks it for every op on a handle; a
+ * primitive calls it for what it answers without an op. */
+int dlock__handle_check(const dlock__handle *h);
+
 /* Loop thread, first thing in an op's start: counts the op on its handle. false when the
- * handle is being freed: the op has then been ended with DLOCK_ECANCELED. */
+ * handle has been freed since the op was queued: the op has then been ended with
+ * DLOCK_ECANCELED. */
 bool dlock__op_begin(dlock__op *op);
 
 /* Loop thread, the last thing an op does: completes it (as dlock__op_complete) and lets

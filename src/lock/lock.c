@@ -215,7 +215,7 @@ static void holds_lost(hold *h, int reason) {
     }
     dlock__user_callback_enter(st->client);
     for (dlock_lock *l = st->handles; l; l = l->next_of_state)
-        if (l->lost_cb)
+        if (l->lost_cb && !l->handle.closed) /* a freed handle reports nothing more */
             l->lost_cb(l, h->owner, reason, l->lost_arg);
     dlock__user_callback_leave(st->client);
 }
@@ -729,8 +729,10 @@ static void raise_start(dlock__op *o) {
 
 /* ---- the public calls ------------------------------------------------------------------- */
 
+/* Every public call but dlock_lock_name starts here: a freed handle takes no more calls
+ * (its callbacks may still be running with it). */
 static int check_lock(const dlock_lock *l) {
-    return l ? DLOCK_OK : dlock__fail(DLOCK_EINVAL, "lock is NULL");
+    return l ? dlock__handle_check(&l->handle) : dlock__fail(DLOCK_EINVAL, "lock is NULL");
 }
 
 static int check_wait(int64_t wait_ms) {
