@@ -113,6 +113,34 @@ const char *dlock__reply_str(const dlock__reply *r, size_t *len); /* STRING/STAT
 size_t dlock__reply_count(const dlock__reply *r);                 /* ARRAY elements */
 const dlock__reply *dlock__reply_at(const dlock__reply *r, size_t i);
 
+/* ---- strict readers of counts (reply.c) ------------------------------------------------ */
+
+/* The integer in r: an INTEGER reply, or a STRING that is entirely a base-10 int64 as
+ * Redis writes one (optional '-', no leading zero, no space, no '+', in range). DLOCK_OK
+ * and *out, else DLOCK_EREDIS with *out untouched. No last-error text: the caller knows
+ * what the value was meant to be. */
+int dlock__reply_int64(const dlock__reply *r, int64_t *out);
+
+/* As dlock__reply_int64 for element i of r; DLOCK_EREDIS unless r is an ARRAY of more
+ * than i elements. */
+int dlock__reply_int64_at(const dlock__reply *r, size_t i, int64_t *out);
+
+/* What r is, for an error text: `nothing`, `the integer 5`, `the string "abc"` (cut to 40
+ * bytes, unprintable bytes as '?'), `an array of 2 elements`. */
+void dlock__reply_describe(const dlock__reply *r, char *buf, size_t size);
+
+/* For an op reading the count kept under key, e.g. ("latch", "N"): the reply's integer in
+ * *out (nil: 0 when nil_is_zero), or DLOCK_EREDIS with the op's detail "latch N holds the
+ * string "abc", not an integer count". */
+struct dlock__op;
+int dlock__op_read_count(struct dlock__op *op, const dlock__reply *r, bool nil_is_zero,
+                         const char *what, const char *key, int64_t *out);
+
+/* DLOCK_EREDIS with the op's detail "<what> <key>: unexpected reply from Redis: <r>", for
+ * a script reply that is not the shape its script promises. */
+int dlock__op_bad_reply(struct dlock__op *op, const dlock__reply *r, const char *what,
+                        const char *key);
+
 /* ---- operations: a user call carried to the loop thread (submit.c) --------------------- */
 
 /* An op is one public call in flight. The blocking face keeps it on the caller's stack and

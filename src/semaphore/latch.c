@@ -79,6 +79,7 @@ void dlock_latch_free(dlock_latch *l) {
 
 /* ---- set, count down, count ------------------------------------------------------------- */
 
+/* A script's number: try_set's 1 or 0, the count after a count down. */
 static void on_reply(dlock_client *c, int status, const dlock__reply *reply, void *arg) {
     (void)c;
     latch_op *op = arg;
@@ -86,8 +87,25 @@ static void on_reply(dlock_client *c, int status, const dlock__reply *reply, voi
         dlock__op_end_reply(&op->op, status, reply);
         return;
     }
-    op->out = dlock__reply_type(reply) == DLOCK__REPLY_NIL ? 0 : dlock__reply_int(reply);
-    dlock__op_end(&op->op, DLOCK_OK);
+    if (dlock__reply_int64(reply, &op->out) != DLOCK_OK)
+        status = dlock__op_bad_reply(&op->op, reply, "latch", op->latch->name);
+    dlock__op_end(&op->op, status);
+}
+
+/* GET of the count: absent is 0 (unset or finished), a string that is not an integer is
+ * not a latch. */
+static int read_count(latch_op *op, const dlock__reply *reply, int64_t *count) {
+    return dlock__op_read_count(&op->op, reply, true, "latch", op->latch->name, count);
+}
+
+static void on_count_reply(dlock_client *c, int status, const dlock__reply *reply, void *arg) {
+    (void)c;
+    latch_op *op = arg;
+    if (status != DLOCK_OK) {
+        dlock__op_end_reply(&op->op, status, reply);
+        return;
+    }
+    dlock__op_end(&op->op, read_count(op, reply, &op->out));
 }
 
 static void set_start(dlock__op *o) {
@@ -128,7 +146,7 @@ static void count_start(dlock__op *o) {
     latch_op *op = (latch_op *)o;
     if (!dlock__op_begin(o))
         return;
-    int rc = send_get(op, on_reply);
+    int rc = send_get(op, on_count_reply);
     if (rc != DLOCK_OK)
         dlock__op_end_reply(o, rc, NULL);
 }
@@ -143,8 +161,13 @@ static void on_await_reply(dlock_client *c, int status, const dlock__reply *repl
         dlock__wait_result(&op->waiter, status, -1);
         return;
     }
-    bool zero = dlock__reply_type(reply) == DLOCK__REPLY_NIL || dlock__reply_int(reply) <= 0;
-    dlock__wait_result(&op->waiter, zero ? DLOCK_OK : DLOCK__BUSY, DLOCK__RECHECK_MS);
+    int64_t count;
+    status = read_count(op, reply, &count);
+    if (status != DLOCK_OK) {
+        dlock__wait_result(&op->waiter, status, -1); /* garbage is not a finished latch */
+        return;
+    }
+    dlock__wait_result(&op->waiter, count <= 0 ? DLOCK_OK : DLOCK__BUSY, DLOCK__RECHECK_MS);
 }
 
 static void await_attempt(dlock__waiter *w) {

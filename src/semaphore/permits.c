@@ -146,7 +146,10 @@ static void on_reply(dlock_client *c, int status, const dlock__reply *reply, voi
         dlock__op_end_reply(&op->op, status, reply);
         return;
     }
-    op->out = dlock__reply_int(reply);
+    if (dlock__reply_int64(reply, &op->out) != DLOCK_OK) {
+        dlock__op_end(&op->op, dlock__op_bad_reply(&op->op, reply, "permits", op->permits->name));
+        return;
+    }
     bool by_id = strcmp(op->what, "release") == 0 || strcmp(op->what, "lease") == 0;
     if (by_id && op->out == 0) {
         if (strcmp(op->what, "release") == 0 && dlock__reply_sends(c) > 1) {
@@ -180,12 +183,18 @@ static void on_acquire_reply(dlock_client *c, int status, const dlock__reply *re
         dlock__wait_result(&op->waiter, status, -1);
         return;
     }
-    if (dlock__reply_int(dlock__reply_at(reply, 0)) == 1) {
+    int64_t taken, hint;
+    if (dlock__reply_int64_at(reply, 0, &taken) != DLOCK_OK ||
+        (taken != 1 && dlock__reply_int64_at(reply, 1, &hint) != DLOCK_OK)) {
+        status = dlock__op_bad_reply(&op->op, reply, "permits", op->permits->name);
+        dlock__wait_result(&op->waiter, status, -1);
+        return;
+    }
+    if (taken == 1) {
         dlock__wait_result(&op->waiter, DLOCK_OK, -1);
         return;
     }
     /* none free: look again when the earliest lease ends (a message may come sooner) */
-    int64_t hint = dlock__reply_int(dlock__reply_at(reply, 1));
     if (hint < 0 || hint > DLOCK__RECHECK_MS)
         hint = DLOCK__RECHECK_MS;
     dlock__wait_result(&op->waiter, DLOCK__BUSY, hint);

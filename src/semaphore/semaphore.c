@@ -78,6 +78,7 @@ void dlock_semaphore_free(dlock_semaphore *s) {
 
 /* ---- one script call -------------------------------------------------------------------- */
 
+/* A script's number: try_set's 1 or 0, the count after add or release, what drain took. */
 static void on_reply(dlock_client *c, int status, const dlock__reply *reply, void *arg) {
     (void)c;
     sem_op *op = arg;
@@ -85,8 +86,22 @@ static void on_reply(dlock_client *c, int status, const dlock__reply *reply, voi
         dlock__op_end_reply(&op->op, status, reply);
         return;
     }
-    op->out = dlock__reply_type(reply) == DLOCK__REPLY_NIL ? 0 : dlock__reply_int(reply);
-    dlock__op_end(&op->op, DLOCK_OK);
+    if (dlock__reply_int64(reply, &op->out) != DLOCK_OK)
+        status = dlock__op_bad_reply(&op->op, reply, "semaphore", op->sem->name);
+    dlock__op_end(&op->op, status);
+}
+
+/* GET of the count: absent is 0, a string that is not an integer is not a semaphore. */
+static void on_available_reply(dlock_client *c, int status, const dlock__reply *reply,
+                               void *arg) {
+    (void)c;
+    sem_op *op = arg;
+    if (status != DLOCK_OK) {
+        dlock__op_end_reply(&op->op, status, reply);
+        return;
+    }
+    status = dlock__op_read_count(&op->op, reply, true, "semaphore", op->sem->name, &op->out);
+    dlock__op_end(&op->op, status);
 }
 
 /* try_set, add, release and drain: one script, one number back. */
@@ -123,7 +138,8 @@ static void available_start(dlock__op *o) {
         return;
     const char *argv[] = {"GET", op->sem->name};
     size_t lens[] = {3, strlen(op->sem->name)};
-    int rc = dlock__command(op->sem->client, DLOCK__CMD_RETRY_SAFE, on_reply, op, 2, argv, lens);
+    int rc = dlock__command(op->sem->client, DLOCK__CMD_RETRY_SAFE, on_available_reply, op, 2,
+                            argv, lens);
     if (rc != DLOCK_OK)
         dlock__op_end_reply(o, rc, NULL);
 }
@@ -138,8 +154,13 @@ static void on_acquire_reply(dlock_client *c, int status, const dlock__reply *re
         dlock__wait_result(&op->waiter, status, -1);
         return;
     }
-    bool taken = dlock__reply_int(dlock__reply_at(reply, 0)) == 1;
-    dlock__wait_result(&op->waiter, taken ? DLOCK_OK : DLOCK__BUSY, DLOCK__RECHECK_MS);
+    int64_t taken;
+    if (dlock__reply_int64_at(reply, 0, &taken) != DLOCK_OK) {
+        status = dlock__op_bad_reply(&op->op, reply, "semaphore", op->sem->name);
+        dlock__wait_result(&op->waiter, status, -1);
+        return;
+    }
+    dlock__wait_result(&op->waiter, taken == 1 ? DLOCK_OK : DLOCK__BUSY, DLOCK__RECHECK_MS);
 }
 
 static void acquire_attempt(dlock__waiter *w) {
