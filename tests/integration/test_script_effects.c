@@ -25,10 +25,10 @@
 #include "dlock.h"
 #include "dlock_int.h"
 #include "harness.h"
+#include "lock_helpers.h" /* new_lock, new_fenced */
 #include "redis_fixture.h"
 #include "test_util.h"
 
-#define BUDGET_S 60
 #define LEASE_MS 60000
 
 /* ---- a server with a user who may not publish ---------------------------------------------- */
@@ -154,18 +154,6 @@ static void assert_string_key(redis_fixture *f, const char *key, const char *wan
 }
 
 /* ---- the lock ------------------------------------------------------------------------------ */
-
-static dlock_lock *new_lock(dlock_client *c, const char *name) {
-    dlock_lock *l = NULL;
-    ASSERT_RC(dlock_lock_new(c, name, &l), DLOCK_OK);
-    return l;
-}
-
-static dlock_lock *new_fenced(dlock_client *c, const char *name) {
-    dlock_lock *l = NULL;
-    ASSERT_RC(dlock_fencedlock_new(c, name, &l), DLOCK_OK);
-    return l;
-}
 
 static bool is_held(dlock_lock *l) {
     bool held = false;
