@@ -12,10 +12,10 @@
  *     the callbacks of the handle's own calls, the only place where the handle may still
  *     be used after *_free (dlock_lock_name() stays readable there);
  *   - calls that wait (an acquire on a busy object, an await) complete with
- *     DLOCK_ECANCELED; calls queued but not started yet complete with DLOCK_ECANCELED;
- *     calls whose command is already in Redis complete with its outcome (an acquire whose
- *     grant was already on its way completes with DLOCK_OK: that hold then expires by its
- *     lease, nothing renews it);
+ *     DLOCK_ECANCELED, and so do calls queued but not started yet; calls whose command is
+ *     already in Redis complete with its outcome (an acquire whose grant was on its way
+ *     completes with DLOCK_OK, the hold then left as dlock_lock_free leaves every hold).
+ *     A blocking call on another thread returns that status;
  *   - each callback gets the handle's pointer, valid for the whole callback; the handle's
  *     memory goes when the last of these callbacks has returned;
  *   - on the client's loop thread (the application's libev loop, or a callback on the
@@ -24,8 +24,8 @@
  *     the handle has run and the memory is gone (so do not call it while holding a mutex
  *     that those callbacks take). The wait is bounded by the reply timeouts of the commands
  *     in flight (timeout_ms x (retry_attempts + 1)).
- *   - *_free does no I/O: holds and permits taken are not given back (they expire by their
- *     lease); the lost callback of a freed lock handle no longer runs.
+ *   - *_free does no I/O: holds and permits taken are not given back (see each *_free);
+ *     the lost callback of a freed lock handle no longer runs.
  * A handle must not be freed twice, nor used by other threads once *_free is called. */
 #ifndef DLOCK_H
 #define DLOCK_H
