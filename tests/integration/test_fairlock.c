@@ -2,8 +2,9 @@
  * against a real redis-server.
  *
  * What is proven: hold counts and ownership as the reentrant lock; the Redis layout of
- * REDIS_LAYOUT.md read back with plain commands (queue list in arrival order, timeout zset
- * scored with the server's TIME + fair_wait_ms, one channel per waiter, names with a '{');
+ * docs/fairlock.md read back with plain commands (queue list in arrival order, dlock's
+ * deadlines in {N}:fair_waiters scored with the server's TIME + fair_wait_ms, Redisson's
+ * chained scores in redisson_lock_timeout:{N}, one channel per waiter, names with a '{');
  * that a release publishes "0" on the first waiter's channel only (no herd); the hand-off
  * to a sleeping waiter; that a waiter sends only its attempts, its subscription and its
  * refreshes; that a waiter that gives up (timeout, wait 0, a handle freed under an async
@@ -57,8 +58,10 @@ static void queue_key(const char *name, char *buf, size_t size) {
     snprintf(buf, size, "redisson_lock_queue:{%s}", name);
 }
 
-static void timeout_key(const char *name, char *buf, size_t size) {
-    snprintf(buf, size, "redisson_lock_timeout:{%s}", name);
+/* dlock's own deadlines of its waiters (server clock); Redisson's chained scores live in
+ * redisson_lock_timeout:{N}. */
+static void waiters_key(const char *name, char *buf, size_t size) {
+    snprintf(buf, size, "{%s}:fair_waiters", name);
 }
 
 static void waiter_channel(const char *name, const char *field, char *buf, size_t size) {
@@ -86,15 +89,28 @@ static long long queue_len(redis_fixture *f, const char *name) {
     return redis_fixture_int(f, "LLEN %s", key);
 }
 
-/* The waiter's deadline in the timeout zset (ms, server clock), or -1 if it is not there. */
-static long long deadline_of(redis_fixture *f, const char *name, const char *field) {
-    char key[256];
-    timeout_key(name, key, sizeof(key));
+/* A score of field in the sorted set key, or -1 if it is not there. */
+static long long score_of(redis_fixture *f, const char *key, const char *field) {
     redisReply *r = redis_fixture_cmd(f, "ZSCORE %s %s", key, field);
     assert_non_null(r);
     long long v = r->type == REDIS_REPLY_STRING ? atoll(r->str) : -1;
     freeReplyObject(r);
     return v;
+}
+
+/* The dlock waiter's deadline (ms, server clock) in {N}:fair_waiters, or -1 if it is not
+ * there. */
+static long long deadline_of(redis_fixture *f, const char *name, const char *field) {
+    char key[256];
+    waiters_key(name, key, sizeof(key));
+    return score_of(f, key, field);
+}
+
+/* The waiter's score in Redisson's redisson_lock_timeout:{N}, or -1 if it is not there. */
+static long long redisson_score_of(redis_fixture *f, const char *name, const char *field) {
+    char key[256];
+    snprintf(key, sizeof(key), "redisson_lock_timeout:{%s}", name);
+    return score_of(f, key, field);
 }
 
 /* The server's clock (TIME) in ms: what fair.lua scores deadlines with. */
@@ -360,17 +376,32 @@ test_layout_queue_in_arrival_order_timeouts_at_server_time_plus_fair_wait_one_ch
     type = redis_fixture_str(f, "TYPE redisson_lock_timeout:{layout}");
     assert_string_equal(type, "zset");
     free(type);
+    type = redis_fixture_str(f, "TYPE {layout}:fair_waiters");
+    assert_string_equal(type, "zset");
+    free(type);
     char q[1024];
     queue_dump(f, "layout", q, sizeof(q));
     snprintf(want, sizeof(want), "%s,%s,", wb.field, wc.field);
     assert_string_equal(q, want); /* first in line first */
     assert_int_equal(redis_fixture_int(f, "ZCARD redisson_lock_timeout:{layout}"), 2);
-    /* deadlines: the server's clock + fair_wait, refreshed at least every fair_wait / 3 */
+    assert_int_equal(redis_fixture_int(f, "ZCARD {layout}:fair_waiters"), 2);
+    /* dlock's deadlines: the server's clock + fair_wait, refreshed at least every
+     * fair_wait / 3 */
     long long now = server_now_ms(f);
     long long db = deadline_of(f, "layout", wb.field), dc = deadline_of(f, "layout", wc.field);
     ASSERT_BETWEEN(db - now, fair_wait - fair_wait / 3 - slack_ms(300), fair_wait + 50);
     ASSERT_BETWEEN(dc - now, fair_wait - fair_wait / 3 - slack_ms(300), fair_wait + 50);
     assert_int_equal(deadline_of(f, "layout", holder), -1); /* the holder is not in line */
+    /* Redisson's chained scores: the first REDISSON_WAIT after the lease's end, each next
+     * REDISSON_WAIT after the one before (a refresh may raise one by the ms the clock
+     * moved) */
+    const long long redisson_wait = 300000;
+    long long lease_end = now + redis_fixture_int(f, "PTTL layout");
+    long long rb = redisson_score_of(f, "layout", wb.field);
+    long long rc = redisson_score_of(f, "layout", wc.field);
+    ASSERT_BETWEEN(rb - lease_end, redisson_wait - 50, redisson_wait + 50);
+    ASSERT_BETWEEN(rc - rb, redisson_wait - 50, redisson_wait + 50);
+    assert_int_equal(redisson_score_of(f, "layout", holder), -1);
     /* one channel per waiter; nobody listens on the lock's own channel */
     char chb[512], chc[512];
     waiter_channel("layout", wb.field, chb, sizeof(chb));
@@ -394,6 +425,7 @@ test_layout_queue_in_arrival_order_timeouts_at_server_time_plus_fair_wait_one_ch
     assert_int_equal(redis_fixture_int(f, "EXISTS layout"), 0);
     assert_int_equal(redis_fixture_int(f, "EXISTS redisson_lock_queue:{layout}"), 0);
     assert_int_equal(redis_fixture_int(f, "EXISTS redisson_lock_timeout:{layout}"), 0);
+    assert_int_equal(redis_fixture_int(f, "EXISTS {layout}:fair_waiters"), 0);
     printf("# deadlines %lld and %lld ms ahead of the server's clock (fair_wait_ms %lld)\n",
            db - now, dc - now, (long long)fair_wait);
     dlock_lock_free(la);
@@ -429,6 +461,7 @@ test_name_with_a_brace_uses_queue_timeout_and_channel_without_extra_braces(void 
     POLL_UNTIL(ok, numsub(f, channel) == 1, slack_ms(3000));
     assert_true(ok);
     assert_int_equal(redis_fixture_int(f, "ZCARD redisson_lock_timeout:acct{7}:fair"), 1);
+    assert_int_equal(redis_fixture_int(f, "ZCARD acct{7}:fair:fair_waiters"), 1);
     assert_int_equal(redis_fixture_int(f, "EXISTS redisson_lock_queue:{acct{7}:fair}"), 0);
     ASSERT_RC(dlock_lock_release(la), DLOCK_OK);
     assert_int_equal(pthread_join(t, NULL), 0);
@@ -707,7 +740,8 @@ test_try_acquire_wait_0_on_a_held_lock_times_out_at_once_and_leaves_no_trace(voi
     bool gone = false;
     POLL_UNTIL(gone,
                redis_fixture_int(f, "EXISTS redisson_lock_queue:{busy}") == 0 &&
-                   redis_fixture_int(f, "EXISTS redisson_lock_timeout:{busy}") == 0,
+                   redis_fixture_int(f, "EXISTS redisson_lock_timeout:{busy}") == 0 &&
+                   redis_fixture_int(f, "EXISTS {busy}:fair_waiters") == 0,
                slack_ms(500));
     assert_true(gone);
     redisReply *r = redis_fixture_cmd(f, "PUBSUB CHANNELS redisson_lock__channel:*");
@@ -785,8 +819,8 @@ static void test_newcomer_does_not_overtake_a_waiter_until_its_deadline_passes(v
     redis_fixture *f = start_server();
     dlock_client *c = connect_client(f);
     dlock_lock *l = new_fair(c, "ghost");
-    /* a waiter that never refreshes (its process is gone) is first in line for 1500 ms,
-     * while the lock is free */
+    /* a waiter of another library (a Redisson client's: no entry in {ghost}:fair_waiters),
+     * judged by Redisson's rule: first in line with 1500 ms left, while the lock is free */
     const long long ghost_ms = 1500;
     long long now = server_now_ms(f);
     freeReplyObject(redis_fixture_cmd(f, "RPUSH redisson_lock_queue:{ghost} ghost-client:1"));
@@ -823,12 +857,16 @@ static void test_every_waiter_whose_deadline_passed_is_dropped_not_only_the_firs
     dlock_lock *la = new_fair(a, "expired");
     dlock_lock *lb = new_fair(b, "expired");
     ASSERT_RC(dlock_lock_acquire(la, 30000), DLOCK_OK);
-    /* x keeps its place for a minute; y (second) and z (last) are past their deadlines */
+    /* three dlock waiters as fair.lua writes them: Redisson's chained scores, each 5 minutes
+     * after the one before, and dlock's own deadlines, by which x keeps its place for a
+     * minute while y (second) and z (last) are past theirs */
     long long now = server_now_ms(f);
     freeReplyObject(redis_fixture_cmd(f, "RPUSH redisson_lock_queue:{expired} x:1 y:1 z:1"));
     freeReplyObject(redis_fixture_cmd(f,
                                       "ZADD redisson_lock_timeout:{expired} %lld x:1 %lld y:1 "
                                       "%lld z:1",
+                                      now + 330000, now + 630000, now + 930000));
+    freeReplyObject(redis_fixture_cmd(f, "ZADD {expired}:fair_waiters %lld x:1 %lld y:1 %lld z:1",
                                       now + 60000, now - 1, now - 5000));
     /* any script call drops them: here a newcomer's single attempt */
     ASSERT_RC(dlock_lock_try_acquire(lb, 0, 30000), DLOCK_ETIMEDOUT);
@@ -838,6 +876,11 @@ static void test_every_waiter_whose_deadline_passed_is_dropped_not_only_the_firs
     if (!ok)
         fail_msg("queue [%s], expected [x:1,]", q);
     redisReply *r = redis_fixture_cmd(f, "ZRANGE redisson_lock_timeout:{expired} 0 -1");
+    assert_true(r && r->type == REDIS_REPLY_ARRAY);
+    assert_int_equal(r->elements, 1);
+    assert_string_equal(r->element[0]->str, "x:1");
+    freeReplyObject(r);
+    r = redis_fixture_cmd(f, "ZRANGE {expired}:fair_waiters 0 -1");
     assert_true(r && r->type == REDIS_REPLY_ARRAY);
     assert_int_equal(r->elements, 1);
     assert_string_equal(r->element[0]->str, "x:1");
@@ -960,6 +1003,7 @@ test_sigkilled_waiting_process_delays_the_next_waiter_by_at_most_fair_wait_ms(vo
     ASSERT_BETWEEN(took, 0, fair_wait + slack_ms(1500));
     assert_int_equal(redis_fixture_int(f, "EXISTS redisson_lock_queue:{dead-waiter}"), 0);
     assert_int_equal(redis_fixture_int(f, "EXISTS redisson_lock_timeout:{dead-waiter}"), 0);
+    assert_int_equal(redis_fixture_int(f, "EXISTS {dead-waiter}:fair_waiters"), 0);
     printf("# waiter killed %lld ms before its deadline; the next one got the lock %lld ms "
            "after the kill (fair_wait_ms %lld)\n",
            left_ms, (long long)took, (long long)fair_wait);
