@@ -139,7 +139,7 @@ static void child_forget(pid_t pid) {
 static pid_t fork_child(void) {
     fflush(stdout);
     fflush(stderr);
-    pid_t pid = fork();
+    pid_t pid = test_fork();
     assert_true(pid >= 0);
     if (pid > 0) {
         for (int i = 0; i < MAX_CHILDREN; i++)

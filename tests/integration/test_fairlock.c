@@ -944,7 +944,7 @@ test_sigkilled_waiting_process_delays_the_next_waiter_by_at_most_fair_wait_ms(vo
     assert_int_equal(pipe(down), 0);
     fflush(stdout);
     fflush(stderr);
-    pid_t pid = fork();
+    pid_t pid = test_fork();
     assert_true(pid >= 0);
     if (pid == 0) {
         close(up[0]);

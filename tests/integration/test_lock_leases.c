@@ -217,7 +217,7 @@ static void test_holder_process_killed_with_sigkill_frees_the_lock_within_its_le
     assert_int_equal(pipe(p), 0);
     fflush(stdout);
     fflush(stderr);
-    pid_t pid = fork();
+    pid_t pid = test_fork();
     assert_true(pid >= 0);
     holder_pid = pid;
     if (pid == 0) {

@@ -320,7 +320,7 @@ test_holder_process_killed_with_sigkill_gives_its_permit_back_within_its_lease(v
     assert_int_equal(pipe(p), 0);
     fflush(stdout);
     fflush(stderr);
-    pid_t pid = fork();
+    pid_t pid = test_fork();
     assert_true(pid >= 0);
     if (pid == 0) {
         close(p[0]);

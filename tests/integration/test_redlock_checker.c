@@ -140,7 +140,7 @@ static void test_the_checker_across_4_processes_sees_no_overlap_the_exact_count_
     fflush(stdout);
     fflush(stderr);
     for (int i = 0; i < CHILDREN; i++) {
-        pid_t pid = fork();
+        pid_t pid = test_fork();
         assert_true(pid >= 0);
         if (pid == 0)
             checker_child(f, s, i, sections);

@@ -218,7 +218,7 @@ static void start_reader_child(redis_fixture *f, const char *name, int64_t watch
     assert_int_equal(pipe(p), 0);
     fflush(stdout);
     fflush(stderr);
-    pid_t pid = fork();
+    pid_t pid = test_fork();
     assert_true(pid >= 0);
     if (pid == 0) {
         close(p[0]);

@@ -470,7 +470,7 @@ static load_result load_run(load *ld, int64_t duration_ms) {
     fflush(stdout);
     fflush(stderr);
     for (int i = 0; i < ld->processes; i++) {
-        pid[i] = fork();
+        pid[i] = test_fork();
         assert_true(pid[i] >= 0);
         if (pid[i] == 0)
             load_process_main(ld, i);

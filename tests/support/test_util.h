@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* Arm the hang guard of the calling process: if test_watchdog_disarm() or another arm does
  * not come first, after `seconds` (times test_slack_factor()) it prints
@@ -40,6 +41,16 @@ void test_sleep_ms(int64_t ms);
  * code, so a child whose status is checked ends here. stdio is not flushed, as with _exit()
  * (its buffers may hold output of the parent). */
 _Noreturn void test_child_exit(int status);
+
+/* fork() for a test whose child ends with test_child_exit(). A failed cmocka test leaves its
+ * allocations behind (the assert jumps out of it), and a child forked by a later test
+ * inherits them: memcheck would report them lost when the child ends and turn its status
+ * into its error code, failing a test that did nothing wrong. So under valgrind the child
+ * first counts what it inherited lost (a leak check right after the fork); if anything,
+ * test_child_exit() ends it without memcheck's exit-time leak check (it execs a shell that
+ * exits with the status), and says so on stderr. A child that inherited nothing is checked
+ * as usual. Returns what fork() returns. */
+pid_t test_fork(void);
 
 /* true when DLOCK_TEST_SCALE < 1 or the process runs on valgrind (LD_PRELOAD holds
  * vgpreload): timing budgets should then be generous. */

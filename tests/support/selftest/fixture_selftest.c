@@ -60,7 +60,7 @@ static void assert_str_reply(redis_fixture *f, const char *expected, const char 
  * through exit() prints the parent's report twice. */
 static pid_t fork_child(void) {
     fflush(NULL);
-    pid_t pid = fork();
+    pid_t pid = test_fork();
     assert_true(pid >= 0);
     return pid;
 }
