@@ -23,7 +23,7 @@ extern "C" {
     X(EAUTH, -7, "Redis refused the credentials")                                                  \
     X(EREDIS, -8, "Redis replied with an error")                                                   \
     X(ECANCELED, -9, "operation canceled")                                                         \
-    X(ECLOSED, -10, "client is closed")                                                            \
+    X(ECLOSED, -10, "client or handle is closed")                                                  \
     X(EBUSY, -11, "object is busy")                                                                \
     X(EDEADLK, -12, "blocking call on the client's loop thread")                                   \
     X(ENOPERM, -13, "Redis ACL denies this user a command, key or channel")

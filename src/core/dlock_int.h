@@ -260,7 +260,8 @@ bool dlock__on_loop_thread(const dlock_client *c);
  * DLOCK_EREDIS: reply is the error reply; its text is the detail.
  * DLOCK_ECONN: the connection failed and the command could not be completed (reply NULL).
  * DLOCK_ECANCELED: the client is closing (reply NULL).
- * DLOCK_EAUTH: the server refused our credentials (reply NULL). */
+ * DLOCK_EAUTH: the server refused our credentials (reply NULL).
+ * DLOCK_ENOPERM: the ACL refused the command, a key or a channel; reply is the error reply. */
 typedef void (*dlock__reply_fn)(dlock_client *c, int status, const dlock__reply *reply,
                                 void *arg);
 
@@ -297,7 +298,8 @@ int dlock__op_fail_reply(dlock__op *op, int status, const dlock__reply *reply);
 /* A listener on one channel. The router sends one SUBSCRIBE per channel however many
  * listeners, and UNSUBSCRIBE when the last leaves. on_ready runs each time the channel's
  * subscription is confirmed (first time, and again after a reconnect: messages may have
- * been missed while it was down). on_message runs for every message. */
+ * been missed while it was down), and also when the server refused the subscription
+ * (dlock__listener_error() in core.h tells which). on_message runs for every message. */
 typedef struct dlock__listener dlock__listener;
 struct dlock__listener {
     void (*on_ready)(dlock__listener *l);

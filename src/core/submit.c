@@ -100,7 +100,7 @@ int dlock__op_submit(dlock__op *op) {
 void dlock__op_complete(dlock__op *op, int status) {
     op->status = status;
     if (status != DLOCK_OK && !op->error_text[0])
-        dlock__op_fail(op, status, "%s", dlock_strerror(status));
+        dlock__op_fail_reply(op, status, NULL);
     if (op->blocking_waiter) {
         sem_post(op->blocking_waiter);
         return;
