@@ -39,6 +39,7 @@
 #include <cmocka.h>
 
 #include "dlock.h"
+#include "cli_run.h"
 #include "harness.h"
 #include "redis_fixture.h"
 #include "test_util.h"
@@ -47,154 +48,12 @@
 
 extern char **environ;
 
-/* ---- finding the tool ---------------------------------------------------------------------- */
-
-static char cli_path[PATH_MAX + 32];
-
-/* true when the tool is there; fails the test if $DLOCK_CLI names something else. */
-static bool find_cli(void) {
-    const char *env = getenv("DLOCK_CLI");
-    if (env && env[0]) {
-        if (access(env, X_OK) != 0)
-            fail_msg("DLOCK_CLI=%s is not an executable", env);
-        snprintf(cli_path, sizeof(cli_path), "%s", env);
-        return true;
-    }
-    char self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    if (n > 0) {
-        self[n] = '\0';
-        /* <build>/tests/bin/integration/integration_cli: up three folders is <build>. */
-        for (int up = 0; up < 4; up++) {
-            char *slash = strrchr(self, '/');
-            if (!slash)
-                break;
-            *slash = '\0';
-        }
-        snprintf(cli_path, sizeof(cli_path), "%s/tools/dlock", self);
-        if (access(cli_path, X_OK) == 0)
-            return true;
-    }
-    return false;
-}
-
-#define REQUIRE_CLI()                                                                              \
-    do {                                                                                           \
-        if (!find_cli()) {                                                                         \
-            print_message("dlock tool not built (no <build>/tools/dlock, DLOCK_CLI unset)\n");     \
-            skip();                                                                                \
-        }                                                                                          \
-    } while (0)
-
-/* ---- running it ------------------------------------------------------------------------- */
-
-#define MAX_SPAWNED 16
-static pid_t spawned[MAX_SPAWNED];
-
-static void remember(pid_t pid) {
-    for (int i = 0; i < MAX_SPAWNED; i++)
-        if (spawned[i] == 0) {
-            spawned[i] = pid;
-            return;
-        }
-}
-
-static void forget(pid_t pid) {
-    for (int i = 0; i < MAX_SPAWNED; i++)
-        if (spawned[i] == pid)
-            spawned[i] = 0;
-}
-
 /* Teardown: nothing a failed test started outlives it. */
 static int kill_spawned(void **state) {
     (void)state;
-    for (int i = 0; i < MAX_SPAWNED; i++) {
-        if (spawned[i] > 0) {
-            kill(spawned[i], SIGKILL);
-            waitpid(spawned[i], NULL, 0);
-            spawned[i] = 0;
-        }
-    }
+    cli_kill_spawned();
     unsetenv("DLOCK_WATCHDOG_MS");
     return 0;
-}
-
-/* Starts argv (argv[0] a path) with stdin from /dev/null and stdout / stderr into the
- * files out_path / err_path (NULL: /dev/null). */
-static pid_t spawn(const char *const argv[], const char *out_path, const char *err_path) {
-    fflush(NULL);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        int in = open("/dev/null", O_RDONLY);
-        int out = open(out_path ? out_path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        int err = open(err_path ? err_path : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        if (in < 0 || out < 0 || err < 0)
-            _exit(126);
-        dup2(in, 0);
-        dup2(out, 1);
-        dup2(err, 2);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    remember(pid);
-    return pid;
-}
-
-/* Waits for pid up to timeout_ms: its exit status, 128+signal if killed. Fails the test
- * (after SIGKILLing it) on timeout. */
-static int wait_exit(pid_t pid, int64_t timeout_ms) {
-    int64_t until = test_now_ms() + test_slack_ms(timeout_ms);
-    for (;;) {
-        int status;
-        pid_t r = waitpid(pid, &status, WNOHANG);
-        if (r == pid) {
-            forget(pid);
-            return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        }
-        if (r < 0 && errno != EINTR)
-            fail_msg("waitpid(%d): %s", (int)pid, strerror(errno));
-        if (test_now_ms() > until) {
-            kill(pid, SIGKILL);
-            waitpid(pid, NULL, 0);
-            forget(pid);
-            fail_msg("process %d still running after %lld ms", (int)pid, (long long)timeout_ms);
-        }
-        test_sleep_ms(5);
-    }
-}
-
-static char *slurp(const char *path) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return strdup("");
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    int ch;
-    while ((ch = fgetc(fp)) != EOF) {
-        if (len + 2 > cap) {
-            cap = cap ? cap * 2 : 256;
-            buf = realloc(buf, cap);
-            assert_non_null(buf);
-        }
-        buf[len++] = (char)ch;
-    }
-    fclose(fp);
-    if (!buf)
-        return strdup("");
-    buf[len] = '\0';
-    return buf;
-}
-
-typedef struct result {
-    int status;
-    char *out, *err;
-} result;
-
-static void result_free(result *r) {
-    free(r->out);
-    free(r->err);
-    memset(r, 0, sizeof(*r));
 }
 
 /* Paths of files in the server's temp directory (removed with it). */
@@ -202,41 +61,6 @@ static const char *path_in(redis_fixture *f, const char *file, char *buf, size_t
     snprintf(buf, size, "%s/%s", redis_fixture_dir(f), file);
     return buf;
 }
-
-/* Runs `dlock ARGS...` (NULL-terminated) to its end, within timeout_ms. */
-static result dlock_run_argv(redis_fixture *f, int64_t timeout_ms, const char *const *args) {
-    const char *argv[32];
-    int n = 0;
-    argv[n++] = cli_path;
-    for (; args[n - 1] && n < 31; n++)
-        argv[n] = args[n - 1];
-    argv[n] = NULL;
-    char out_path[PATH_MAX], err_path[PATH_MAX];
-    path_in(f, "cli.out", out_path, sizeof(out_path));
-    path_in(f, "cli.err", err_path, sizeof(err_path));
-    pid_t pid = spawn(argv, out_path, err_path);
-    result r;
-    r.status = wait_exit(pid, timeout_ms);
-    r.out = slurp(out_path);
-    r.err = slurp(err_path);
-    return r;
-}
-
-#define DLOCK_CLI_RUN(f, timeout_ms, ...)                                                          \
-    dlock_run_argv((f), (timeout_ms), (const char *const[]){__VA_ARGS__, NULL})
-
-#define ASSERT_STATUS(r, want)                                                                     \
-    do {                                                                                           \
-        if ((r).status != (want))                                                                  \
-            fail_msg("exit status %d, expected %d\n--- stdout:\n%s\n--- stderr:\n%s", (r).status,  \
-                     (want), (r).out, (r).err);                                                    \
-    } while (0)
-
-#define ASSERT_CONTAINS(text, part)                                                                \
-    do {                                                                                           \
-        if (!strstr((text), (part)))                                                               \
-            fail_msg("expected \"%s\" in:\n%s", (part), (text));                                   \
-    } while (0)
 
 static redis_fixture *start_server_with(const redis_fixture_opts *o) {
     redis_fixture *f = NULL;
@@ -371,9 +195,9 @@ static void assert_jq(redis_fixture *f, const char *json, const char *expr) {
     fputs(json, fp);
     fclose(fp);
     const char *argv[] = {jq, "-e", expr, in_path, NULL};
-    int status = wait_exit(spawn(argv, out_path, out_path), 10000);
+    int status = cli_wait_exit(cli_spawn(argv, out_path, out_path), 10000);
     if (status != 0) {
-        char *said = slurp(out_path);
+        char *said = cli_slurp(out_path);
         fail_msg("jq -e '%s' exited %d (%s) on:\n%s", expr, status, said, json);
     }
 }
@@ -386,29 +210,29 @@ static void test_help_of_every_command_exits_0_and_version_matches_the_header(vo
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_cli_server();
     static const char *const commands[] = {"run", "inspect", "release", "semaphore", "latch"};
-    result r = DLOCK_CLI_RUN(f, 5000, "--help");
+    cli_result r = DLOCK_CLI_RUN(f, 5000, "--help");
     ASSERT_STATUS(r, 0);
     ASSERT_CONTAINS(r.out, "Usage: dlock");
     ASSERT_CONTAINS(r.out, "Exit codes:");
     ASSERT_CONTAINS(r.out, "75 ");
-    result_free(&r);
+    cli_result_free(&r);
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
         r = DLOCK_CLI_RUN(f, 5000, commands[i], "--help");
         ASSERT_STATUS(r, 0);
         char usage[64];
         snprintf(usage, sizeof(usage), "Usage: dlock %s", commands[i]);
         ASSERT_CONTAINS(r.out, usage);
-        result_free(&r);
+        cli_result_free(&r);
         r = DLOCK_CLI_RUN(f, 5000, commands[i], "-h");
         ASSERT_STATUS(r, 0);
-        result_free(&r);
+        cli_result_free(&r);
     }
     r = DLOCK_CLI_RUN(f, 5000, "--version");
     ASSERT_STATUS(r, 0);
     char want[64];
     snprintf(want, sizeof(want), "dlock %s\n", DLOCK_VERSION_STRING);
     assert_string_equal(r.out, want);
-    result_free(&r);
+    cli_result_free(&r);
     redis_fixture_stop(f);
 }
 
@@ -440,27 +264,27 @@ static void test_bad_usage_exits_64_with_a_message(void **state) {
         {"latch", "l", "count-down", "--wait", "5", NULL},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        result r = dlock_run_argv(f, 5000, cases[i]);
+        cli_result r = cli_run_argv(f, 5000, cases[i]);
         if (r.status != 64)
             fail_msg("case %zu (dlock %s %s %s ...): exit %d, expected 64\n%s", i,
                      cases[i][0] ? cases[i][0] : "", cases[i][0] && cases[i][1] ? cases[i][1] : "",
                      cases[i][0] && cases[i][1] && cases[i][2] ? cases[i][2] : "", r.status, r.err);
         assert_true(strlen(r.err) > 0);
         ASSERT_CONTAINS(r.err, "dlock");
-        result_free(&r);
+        cli_result_free(&r);
     }
     /* One lock kind at a time. */
-    result r = DLOCK_CLI_RUN(f, 5000, "run", "--read", "--write", "name", "--", "true");
+    cli_result r = DLOCK_CLI_RUN(f, 5000, "run", "--read", "--write", "name", "--", "true");
     ASSERT_STATUS(r, 64);
     ASSERT_CONTAINS(r.err, "choose one");
-    result_free(&r);
+    cli_result_free(&r);
     r = DLOCK_CLI_RUN(f, 5000, "run", "--fair", "--read", "name", "--", "true");
     ASSERT_STATUS(r, 64);
     ASSERT_CONTAINS(r.err, "choose one");
-    result_free(&r);
+    cli_result_free(&r);
     r = DLOCK_CLI_RUN(f, 5000, "run", "--fair", "--semaphore", "s", "--", "true");
     ASSERT_STATUS(r, 64);
-    result_free(&r);
+    cli_result_free(&r);
     assert_int_equal(redis_fixture_int(f, "DBSIZE"), 0); /* nothing was touched */
     redis_fixture_stop(f);
 }
@@ -482,30 +306,30 @@ static void test_unreachable_redis_exits_69_and_a_refused_password_77(void **sta
         const char *argv[8] = {"--url", gone, "--connect-timeout", "2000"};
         for (int k = 0; commands[i][k]; k++)
             argv[4 + k] = commands[i][k];
-        result r = dlock_run_argv(f, 10000, argv);
+        cli_result r = cli_run_argv(f, 10000, argv);
         if (r.status != 69)
             fail_msg("dlock %s with no server: exit %d, expected 69\n%s", commands[i][0], r.status,
                      r.err);
         ASSERT_CONTAINS(r.err, "no-such.sock");
-        result_free(&r);
+        cli_result_free(&r);
     }
     /* The fixture's URL carries the password: it works, through DLOCK_URL and --url. */
-    result r = DLOCK_CLI_RUN(f, 10000, "semaphore", "x", "available");
+    cli_result r = DLOCK_CLI_RUN(f, 10000, "semaphore", "x", "available");
     ASSERT_STATUS(r, 0);
     assert_string_equal(r.out, "0\n");
-    result_free(&r);
+    cli_result_free(&r);
     r = DLOCK_CLI_RUN(f, 10000, "--url", redis_fixture_unix_url(f), "inspect", "x");
     ASSERT_STATUS(r, 0);
-    result_free(&r);
+    cli_result_free(&r);
     /* A wrong one is refused: 77. */
     char wrong[PATH_MAX + 32];
     snprintf(wrong, sizeof(wrong), "unix://%s?password=wrong", redis_fixture_socket(f));
     r = DLOCK_CLI_RUN(f, 10000, "--url", wrong, "run", "x", "--", "true");
     ASSERT_STATUS(r, 77);
-    result_free(&r);
+    cli_result_free(&r);
     r = DLOCK_CLI_RUN(f, 10000, "--url", wrong, "inspect", "x");
     ASSERT_STATUS(r, 77);
-    result_free(&r);
+    cli_result_free(&r);
     redis_fixture_stop(f);
 }
 
@@ -516,23 +340,23 @@ static void test_run_passes_the_exit_status_and_128_plus_the_signal_through(void
     REQUIRE_CLI();
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_cli_server();
-    result r = DLOCK_CLI_RUN(f, 10000, "run", "status", "--", "sh", "-c", "exit 7");
+    cli_result r = DLOCK_CLI_RUN(f, 10000, "run", "status", "--", "sh", "-c", "exit 7");
     ASSERT_STATUS(r, 7);
-    result_free(&r);
+    cli_result_free(&r);
     r = DLOCK_CLI_RUN(f, 10000, "run", "status", "true"); /* no "--": flock style */
     ASSERT_STATUS(r, 0);
-    result_free(&r);
+    cli_result_free(&r);
     r = DLOCK_CLI_RUN(f, 10000, "run", "status", "--", "sh", "-c", "kill -TERM $$");
     ASSERT_STATUS(r, 128 + SIGTERM);
-    result_free(&r);
+    cli_result_free(&r);
     r = DLOCK_CLI_RUN(f, 10000, "run", "status", "--", "/no/such/command");
     ASSERT_STATUS(r, 127);
     ASSERT_CONTAINS(r.err, "/no/such/command");
-    result_free(&r);
+    cli_result_free(&r);
     /* Options after NAME when "--" ends them. */
     r = DLOCK_CLI_RUN(f, 10000, "run", "status", "--wait", "1000", "--", "sh", "-c", "exit 3");
     ASSERT_STATUS(r, 3);
-    result_free(&r);
+    cli_result_free(&r);
     /* Released every time: nothing holds the lock now. */
     assert_int_equal(redis_fixture_int(f, "EXISTS status"), 0);
     redis_fixture_stop(f);
@@ -545,7 +369,7 @@ static void test_run_exports_dlock_name_and_a_token_that_increases(void **state)
     redis_fixture *f = start_cli_server();
     unsigned long long last = 0;
     for (int i = 0; i < 4; i++) {
-        result r = DLOCK_CLI_RUN(f, 10000, "run", "fenced-job", "--", "sh", "-c",
+        cli_result r = DLOCK_CLI_RUN(f, 10000, "run", "fenced-job", "--", "sh", "-c",
                                  "echo \"$DLOCK_NAME $DLOCK_TOKEN\"");
         ASSERT_STATUS(r, 0);
         char name[64];
@@ -556,7 +380,7 @@ static void test_run_exports_dlock_name_and_a_token_that_increases(void **state)
         if (token <= last)
             fail_msg("token %llu after %llu", token, last);
         last = token;
-        result_free(&r);
+        cli_result_free(&r);
     }
     /* The token is the fenced lock's counter (REDIS_LAYOUT.md). */
     assert_int_equal(redis_fixture_int(f, "GET redisson_lock_token:{fenced-job}"), (long long)last);
@@ -594,15 +418,15 @@ static void test_two_concurrent_runs_on_one_name_never_overlap(void **state) {
     pid_t workers[2];
     for (int w = 0; w < 2; w++) {
         const char *argv[] = {"/bin/sh",          "-c",          worker_script, "worker",
-                              cli_path,           "shared-name", log,           count,
+                              cli_path(),           "shared-name", log,           count,
                               w == 0 ? "A" : "B", m_text,        NULL};
-        workers[w] = spawn(argv, NULL, NULL);
+        workers[w] = cli_spawn(argv, NULL, NULL);
     }
     for (int w = 0; w < 2; w++)
-        assert_int_equal(wait_exit(workers[w], 60000), 0);
+        assert_int_equal(cli_wait_exit(workers[w], 60000), 0);
 
     /* The log: enter X, exit X, enter Y, exit Y, ... with time never going back. */
-    char *text = slurp(log);
+    char *text = cli_slurp(log);
     char *save = NULL;
     int sections = 0, per_worker[2] = {0, 0};
     char inside = 0;
@@ -632,7 +456,7 @@ static void test_two_concurrent_runs_on_one_name_never_overlap(void **state) {
     assert_int_equal(sections, 2 * m);
     assert_int_equal(per_worker[0], m);
     assert_int_equal(per_worker[1], m);
-    char *final = slurp(count);
+    char *final = cli_slurp(count);
     assert_int_equal(atol(final), 2 * m); /* no update lost */
     free(final);
     assert_int_equal(redis_fixture_int(f, "EXISTS shared-name"), 0);
@@ -650,7 +474,7 @@ static void test_run_gives_up_after_wait_with_73(void **state) {
     assert_int_equal(dlock_lock_acquire(l, DLOCK_WATCHDOG), DLOCK_OK);
 
     int64_t start = test_now_ms();
-    result r =
+    cli_result r =
         DLOCK_CLI_RUN(f, 10000, "run", "--wait", "300", "busy", "--", "sh", "-c", "echo ran");
     int64_t took = test_now_ms() - start;
     ASSERT_STATUS(r, 73);
@@ -658,15 +482,15 @@ static void test_run_gives_up_after_wait_with_73(void **state) {
     assert_string_equal(r.out, ""); /* the command never ran */
     if (took < 300)
         fail_msg("gave up after %lld ms, before its 300 ms", (long long)took);
-    result_free(&r);
+    cli_result_free(&r);
     r = DLOCK_CLI_RUN(f, 10000, "run", "--wait", "0", "busy", "--", "true");
     ASSERT_STATUS(r, 73);
-    result_free(&r);
+    cli_result_free(&r);
 
     assert_int_equal(dlock_lock_release(l), DLOCK_OK);
     r = DLOCK_CLI_RUN(f, 10000, "run", "--wait", "0", "busy", "--", "true");
     ASSERT_STATUS(r, 0);
-    result_free(&r);
+    cli_result_free(&r);
     dlock_lock_free(l);
     dlock_client_free(c);
     redis_fixture_stop(f);
@@ -707,11 +531,11 @@ static void test_lost_lease_terminates_the_command_and_what_it_started_and_exits
     char out[PATH_MAX], err[PATH_MAX];
     path_in(f, "run.out", out, sizeof(out));
     path_in(f, "run.err", err, sizeof(err));
-    const char *argv[] = {cli_path, "run", "doomed", "--", "sh", "-c", script, NULL};
-    pid_t pid = spawn(argv, out, err);
+    const char *argv[] = {cli_path(), "run", "doomed", "--", "sh", "-c", script, NULL};
+    pid_t pid = cli_spawn(argv, out, err);
     wait_for_file(started, 10000);
     test_sleep_ms(50); /* the pid file is written before the token file */
-    char *sleeper_text = slurp(sleeper);
+    char *sleeper_text = cli_slurp(sleeper);
     pid_t sleeper_pid = (pid_t)atol(sleeper_text);
     free(sleeper_text);
     assert_true(sleeper_pid > 0);
@@ -720,9 +544,9 @@ static void test_lost_lease_terminates_the_command_and_what_it_started_and_exits
 
     int64_t deleted_at = test_now_ms();
     assert_int_equal(redis_fixture_int(f, "DEL doomed"), 1);
-    int status = wait_exit(pid, 10000);
+    int status = cli_wait_exit(pid, 10000);
     int64_t took = test_now_ms() - deleted_at;
-    char *said = slurp(err);
+    char *said = cli_slurp(err);
     if (status != 75)
         fail_msg("exit %d, expected 75; stderr:\n%s", status, said);
     ASSERT_CONTAINS(said, "dlock: lease on doomed lost (");
@@ -743,13 +567,13 @@ static void test_lost_lease_terminates_the_command_and_what_it_started_and_exits
     /* --watchdog-ms works the same, and a fixed --lease that runs out too. */
     unsetenv("DLOCK_WATCHDOG_MS");
     int64_t start = test_now_ms();
-    result r = DLOCK_CLI_RUN(f, 10000, "run", "--lease", "400", "short", "--", "sleep", "20");
+    cli_result r = DLOCK_CLI_RUN(f, 10000, "run", "--lease", "400", "short", "--", "sleep", "20");
     ASSERT_STATUS(r, 75);
     ASSERT_CONTAINS(r.err, "its lease of 400 ms ran out");
     if (test_now_ms() - start > 5000)
         fail_msg("the fixed lease ended the command only after %lld ms",
                  (long long)(test_now_ms() - start));
-    result_free(&r);
+    cli_result_free(&r);
     redis_fixture_stop(f);
 }
 
@@ -759,7 +583,7 @@ static void test_command_ignoring_sigterm_is_killed_after_kill_after(void **stat
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_cli_server();
     int64_t start = test_now_ms();
-    result r = DLOCK_CLI_RUN(f, 15000, "--watchdog-ms", "600", "run", "--lease", "300",
+    cli_result r = DLOCK_CLI_RUN(f, 15000, "--watchdog-ms", "600", "run", "--lease", "300",
                              "--kill-after", "300", "stubborn", "--", "sh", "-c",
                              "trap '' TERM; i=0; while [ $i -lt 200 ]; do i=$((i+1)); sleep 0.1; "
                              "done");
@@ -768,7 +592,7 @@ static void test_command_ignoring_sigterm_is_killed_after_kill_after(void **stat
     if (took > 6000)
         fail_msg("a command ignoring SIGTERM ran %lld ms; --kill-after 300 should end it",
                  (long long)took);
-    result_free(&r);
+    cli_result_free(&r);
     redis_fixture_stop(f);
 }
 
@@ -785,12 +609,12 @@ static void test_sigterm_to_dlock_reaches_the_command_and_the_lock_is_released(v
              "trap 'echo TERM > \"%s\"; exit 5' TERM; touch '%s'; "
              "while :; do sleep 0.05; done",
              got, started);
-    const char *argv[] = {cli_path, "run", "signalled", "--", "sh", "-c", script, NULL};
-    pid_t pid = spawn(argv, NULL, NULL);
+    const char *argv[] = {cli_path(), "run", "signalled", "--", "sh", "-c", script, NULL};
+    pid_t pid = cli_spawn(argv, NULL, NULL);
     wait_for_file(started, 10000);
     assert_int_equal(redis_fixture_int(f, "EXISTS signalled"), 1);
     kill(pid, SIGTERM);
-    assert_int_equal(wait_exit(pid, 10000), 5); /* the command's own status */
+    assert_int_equal(cli_wait_exit(pid, 10000), 5); /* the command's own status */
     assert_true(file_exists(got));
     assert_int_equal(redis_fixture_int(f, "EXISTS signalled"), 0); /* released */
 
@@ -799,11 +623,11 @@ static void test_sigterm_to_dlock_reaches_the_command_and_the_lock_is_released(v
     dlock_lock *l = NULL;
     assert_int_equal(dlock_lock_new(c, "signalled", &l), DLOCK_OK);
     assert_int_equal(dlock_lock_acquire(l, DLOCK_WATCHDOG), DLOCK_OK);
-    const char *waiting[] = {cli_path, "run", "signalled", "--", "true", NULL};
-    pid = spawn(waiting, NULL, NULL);
+    const char *waiting[] = {cli_path(), "run", "signalled", "--", "true", NULL};
+    pid = cli_spawn(waiting, NULL, NULL);
     test_sleep_ms(300);
     kill(pid, SIGTERM);
-    assert_int_equal(wait_exit(pid, 10000), 128 + SIGTERM);
+    assert_int_equal(cli_wait_exit(pid, 10000), 128 + SIGTERM);
     assert_int_equal(redis_fixture_int(f, "HLEN signalled"), 1); /* only our hold */
     assert_int_equal(dlock_lock_release(l), DLOCK_OK);
     dlock_lock_free(l);
@@ -817,8 +641,8 @@ static pid_t start_holder(redis_fixture *f, const char *kind_option, const char 
     char script[2 * PATH_MAX + 64];
     snprintf(script, sizeof(script), "touch '%s'; while [ ! -e '%s' ]; do sleep 0.02; done",
              started, go);
-    const char *argv[] = {cli_path, "run", kind_option, name, "--", "sh", "-c", script, NULL};
-    pid_t pid = spawn(argv, NULL, NULL);
+    const char *argv[] = {cli_path(), "run", kind_option, name, "--", "sh", "-c", script, NULL};
+    pid_t pid = cli_spawn(argv, NULL, NULL);
     (void)f;
     wait_for_file(started, 10000);
     return pid;
@@ -835,23 +659,23 @@ static void test_read_runs_share_a_write_run_excludes_and_fair_runs_queue(void *
 
     /* Readers share; a writer waits for them. */
     pid_t reader = start_holder(f, "--read", "report", started, go);
-    result r = DLOCK_CLI_RUN(f, 10000, "run", "--read", "--wait", "0", "report", "--", "true");
+    cli_result r = DLOCK_CLI_RUN(f, 10000, "run", "--read", "--wait", "0", "report", "--", "true");
     ASSERT_STATUS(r, 0);
-    result_free(&r);
+    cli_result_free(&r);
     r = DLOCK_CLI_RUN(f, 10000, "run", "--write", "--wait", "300", "report", "--", "true");
     ASSERT_STATUS(r, 73);
-    result_free(&r);
+    cli_result_free(&r);
     r = DLOCK_CLI_RUN(f, 10000, "inspect", "--json", "report");
     ASSERT_STATUS(r, 0);
     assert_valid_json(r.out);
     ASSERT_CONTAINS(r.out, "\"kind\":\"rwlock\"");
     ASSERT_CONTAINS(r.out, "\"mode\":\"read\"");
     assert_jq(f, r.out, ".holders | length == 1 and .[0].mode == \"read\" and .[0].holds == 1");
-    result_free(&r);
+    cli_result_free(&r);
     FILE *fp = fopen(go, "w");
     assert_non_null(fp);
     fclose(fp);
-    assert_int_equal(wait_exit(reader, 10000), 0);
+    assert_int_equal(cli_wait_exit(reader, 10000), 0);
     unlink(go);
     unlink(started);
 
@@ -859,22 +683,22 @@ static void test_read_runs_share_a_write_run_excludes_and_fair_runs_queue(void *
     pid_t writer = start_holder(f, "--write", "report", started, go);
     r = DLOCK_CLI_RUN(f, 10000, "run", "--read", "--wait", "300", "report", "--", "true");
     ASSERT_STATUS(r, 73);
-    result_free(&r);
+    cli_result_free(&r);
     r = DLOCK_CLI_RUN(f, 10000, "inspect", "report");
     ASSERT_CONTAINS(r.out, "held for write");
-    result_free(&r);
+    cli_result_free(&r);
     fp = fopen(go, "w");
     assert_non_null(fp);
     fclose(fp);
-    assert_int_equal(wait_exit(writer, 10000), 0);
+    assert_int_equal(cli_wait_exit(writer, 10000), 0);
     assert_int_equal(redis_fixture_int(f, "EXISTS report"), 0);
     unlink(go);
     unlink(started);
 
     /* Fair: a second run waits in the queue, which inspect shows, and gets it next. */
     pid_t holder = start_holder(f, "--fair", "line", started, go);
-    const char *argv[] = {cli_path, "run", "--fair", "line", "--", "true", NULL};
-    pid_t next = spawn(argv, NULL, NULL);
+    const char *argv[] = {cli_path(), "run", "--fair", "line", "--", "true", NULL};
+    pid_t next = cli_spawn(argv, NULL, NULL);
     bool queued = false;
     int64_t until = test_now_ms() + 10000;
     while (!queued && test_now_ms() < until) {
@@ -885,7 +709,7 @@ static void test_read_runs_share_a_write_run_excludes_and_fair_runs_queue(void *
             ASSERT_CONTAINS(r.out, "\"kind\":\"fair_lock\"");
             assert_jq(f, r.out, ".queue | length == 1");
         }
-        result_free(&r);
+        cli_result_free(&r);
         if (!queued)
             test_sleep_ms(20);
     }
@@ -893,8 +717,8 @@ static void test_read_runs_share_a_write_run_excludes_and_fair_runs_queue(void *
     fp = fopen(go, "w");
     assert_non_null(fp);
     fclose(fp);
-    assert_int_equal(wait_exit(holder, 10000), 0);
-    assert_int_equal(wait_exit(next, 10000), 0);
+    assert_int_equal(cli_wait_exit(holder, 10000), 0);
+    assert_int_equal(cli_wait_exit(next, 10000), 0);
     assert_int_equal(redis_fixture_int(f, "EXISTS line"), 0);
     redis_fixture_stop(f);
 }
@@ -914,14 +738,14 @@ static void test_inspect_shows_the_holder_client_id_owner_and_count_and_valid_js
     char owner[32];
     snprintf(owner, sizeof(owner), "%llu", (unsigned long long)dlock_thread_owner());
 
-    result r = DLOCK_CLI_RUN(f, 10000, "inspect", "orders");
+    cli_result r = DLOCK_CLI_RUN(f, 10000, "inspect", "orders");
     ASSERT_STATUS(r, 0);
     ASSERT_CONTAINS(r.out, "lock (fenced)");
     ASSERT_CONTAINS(r.out, dlock_client_id(c));
     ASSERT_CONTAINS(r.out, owner);
     ASSERT_CONTAINS(r.out, "held by 1 owner(s), 2 hold(s)");
     ASSERT_CONTAINS(r.out, "token      2");
-    result_free(&r);
+    cli_result_free(&r);
 
     r = DLOCK_CLI_RUN(f, 10000, "inspect", "--json", "orders");
     ASSERT_STATUS(r, 0);
@@ -938,20 +762,20 @@ static void test_inspect_shows_the_holder_client_id_owner_and_count_and_valid_js
              "\"%s\" and .holders[0].holds == 2 and .ttl_ms > 0",
              dlock_client_id(c), owner);
     assert_jq(f, r.out, expr);
-    result_free(&r);
+    cli_result_free(&r);
 
     /* A name holding nothing; and the lock once released: free, its token kept. */
     r = DLOCK_CLI_RUN(f, 10000, "inspect", "--json", "nothing-here");
     ASSERT_STATUS(r, 0);
     assert_valid_json(r.out);
     ASSERT_CONTAINS(r.out, "\"kind\":\"none\"");
-    result_free(&r);
+    cli_result_free(&r);
     assert_int_equal(dlock_lock_release(l), DLOCK_OK);
     assert_int_equal(dlock_lock_release(l), DLOCK_OK);
     r = DLOCK_CLI_RUN(f, 10000, "inspect", "orders");
     ASSERT_STATUS(r, 0);
     ASSERT_CONTAINS(r.out, "free");
-    result_free(&r);
+    cli_result_free(&r);
     dlock_lock_free(l);
     dlock_client_free(c);
     redis_fixture_stop(f);
@@ -1002,7 +826,7 @@ static void test_inspect_recognises_every_layout(void **state) {
         {"alist", NULL, "other", "\"redis_type\":\"list\""},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        result r = cases[i].as ? DLOCK_CLI_RUN(f, 10000, "inspect", "--json", "--as", cases[i].as,
+        cli_result r = cases[i].as ? DLOCK_CLI_RUN(f, 10000, "inspect", "--json", "--as", cases[i].as,
                                                cases[i].name)
                                : DLOCK_CLI_RUN(f, 10000, "inspect", "--json", cases[i].name);
         ASSERT_STATUS(r, 0);
@@ -1011,36 +835,36 @@ static void test_inspect_recognises_every_layout(void **state) {
         snprintf(kind, sizeof(kind), "\"kind\":\"%s\"", cases[i].kind);
         ASSERT_CONTAINS(r.out, kind);
         ASSERT_CONTAINS(r.out, cases[i].part);
-        result_free(&r);
+        cli_result_free(&r);
         r = cases[i].as ? DLOCK_CLI_RUN(f, 10000, "inspect", "--as", cases[i].as, cases[i].name)
                         : DLOCK_CLI_RUN(f, 10000, "inspect", cases[i].name);
         ASSERT_STATUS(r, 0);
         ASSERT_CONTAINS(r.out, cases[i].name);
-        result_free(&r);
+        cli_result_free(&r);
     }
     /* A latch somebody awaits is told from a semaphore by its channel. */
-    const char *await_argv[] = {cli_path, "latch", "gate", "await", NULL};
-    pid_t waiter = spawn(await_argv, NULL, NULL);
+    const char *await_argv[] = {cli_path(), "latch", "gate", "await", NULL};
+    pid_t waiter = cli_spawn(await_argv, NULL, NULL);
     int64_t until = test_now_ms() + 10000;
     while (test_now_ms() < until) {
-        result r = DLOCK_CLI_RUN(f, 10000, "inspect", "--json", "gate");
+        cli_result r = DLOCK_CLI_RUN(f, 10000, "inspect", "--json", "gate");
         bool latch = strstr(r.out, "\"kind\":\"latch\"") != NULL;
-        result_free(&r);
+        cli_result_free(&r);
         if (latch)
             break;
         test_sleep_ms(20);
     }
-    result r = DLOCK_CLI_RUN(f, 10000, "inspect", "gate");
+    cli_result r = DLOCK_CLI_RUN(f, 10000, "inspect", "gate");
     ASSERT_CONTAINS(r.out, "count-down latch");
     ASSERT_CONTAINS(r.out, "1 client(s) subscribed");
-    result_free(&r);
+    cli_result_free(&r);
     r = DLOCK_CLI_RUN(f, 10000, "latch", "gate", "count-down");
     ASSERT_STATUS(r, 0);
-    result_free(&r);
+    cli_result_free(&r);
     r = DLOCK_CLI_RUN(f, 10000, "latch", "gate", "count-down");
     ASSERT_STATUS(r, 0);
-    result_free(&r);
-    assert_int_equal(wait_exit(waiter, 10000), 0);
+    cli_result_free(&r);
+    assert_int_equal(cli_wait_exit(waiter, 10000), 0);
 
     /* Odd names: a quote, a backslash, a newline and a byte that is not UTF-8. */
     const char odd[] = "we\"ird\\na\nme\xff";
@@ -1051,7 +875,7 @@ static void test_inspect_recognises_every_layout(void **state) {
     assert_valid_json(r.out);
     ASSERT_CONTAINS(r.out, "\"kind\":\"lock\"");
     assert_jq(f, r.out, ".holders | length == 1");
-    result_free(&r);
+    cli_result_free(&r);
 #undef ADMIN
     redis_fixture_stop(f);
 }
@@ -1066,20 +890,20 @@ static void test_release_force_frees_a_held_lock_and_refuses_what_is_not_a_lock(
     assert_int_equal(dlock_lock_new(c, "stuck", &l), DLOCK_OK);
     assert_int_equal(dlock_lock_acquire(l, DLOCK_WATCHDOG), DLOCK_OK);
 
-    result r = DLOCK_CLI_RUN(f, 10000, "release", "--force", "stuck");
+    cli_result r = DLOCK_CLI_RUN(f, 10000, "release", "--force", "stuck");
     ASSERT_STATUS(r, 0);
     ASSERT_CONTAINS(r.out, "released");
-    result_free(&r);
+    cli_result_free(&r);
     assert_int_equal(redis_fixture_int(f, "EXISTS stuck"), 0);
     /* Another client gets it at once. */
     r = DLOCK_CLI_RUN(f, 10000, "run", "--wait", "0", "stuck", "--", "true");
     ASSERT_STATUS(r, 0);
-    result_free(&r);
+    cli_result_free(&r);
     /* Nothing to release: still 0, and said. */
     r = DLOCK_CLI_RUN(f, 10000, "release", "--force", "stuck");
     ASSERT_STATUS(r, 0);
     ASSERT_CONTAINS(r.err, "not locked");
-    result_free(&r);
+    cli_result_free(&r);
 
     /* Not a lock: refused, left alone. */
     redisReply *rep = redis_fixture_cmd(f, "HSET appdata field value");
@@ -1088,10 +912,10 @@ static void test_release_force_frees_a_held_lock_and_refuses_what_is_not_a_lock(
     freeReplyObject(rep);
     r = DLOCK_CLI_RUN(f, 10000, "release", "--force", "appdata");
     ASSERT_STATUS(r, 65);
-    result_free(&r);
+    cli_result_free(&r);
     r = DLOCK_CLI_RUN(f, 10000, "release", "--force", "permits");
     ASSERT_STATUS(r, 65);
-    result_free(&r);
+    cli_result_free(&r);
     assert_int_equal(redis_fixture_int(f, "EXISTS appdata"), 1);
     assert_int_equal(redis_fixture_int(f, "GET permits"), 4);
 
@@ -1105,7 +929,7 @@ static void test_release_force_frees_a_held_lock_and_refuses_what_is_not_a_lock(
     r = DLOCK_CLI_RUN(f, 10000, "release", "--force", "rw");
     ASSERT_STATUS(r, 0);
     ASSERT_CONTAINS(r.out, "released");
-    result_free(&r);
+    cli_result_free(&r);
     assert_int_equal(redis_fixture_int(f, "EXISTS rw"), 0);
     dlock_rwlock_free(rw);
     assert_int_equal(dlock_fairlock_new(c, "fair", &l), DLOCK_OK);
@@ -1114,7 +938,7 @@ static void test_release_force_frees_a_held_lock_and_refuses_what_is_not_a_lock(
     freeReplyObject(q); /* a queue makes it recognisably fair */
     r = DLOCK_CLI_RUN(f, 10000, "release", "--force", "fair");
     ASSERT_STATUS(r, 0);
-    result_free(&r);
+    cli_result_free(&r);
     assert_int_equal(redis_fixture_int(f, "EXISTS fair"), 0);
     dlock_lock_free(l);
     dlock_client_free(c);
@@ -1128,48 +952,48 @@ static void test_semaphore_set_add_available_and_run_with_permits_round_trip(voi
     REQUIRE_CLI();
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_cli_server();
-    result r = DLOCK_CLI_RUN(f, 10000, "semaphore", "pool", "set", "3");
+    cli_result r = DLOCK_CLI_RUN(f, 10000, "semaphore", "pool", "set", "3");
     ASSERT_STATUS(r, 0);
-    result_free(&r);
+    cli_result_free(&r);
     r = DLOCK_CLI_RUN(f, 10000, "semaphore", "pool", "set", "5");
     ASSERT_STATUS(r, 1); /* already set: not changed */
     ASSERT_CONTAINS(r.err, "not changed");
-    result_free(&r);
+    cli_result_free(&r);
     r = DLOCK_CLI_RUN(f, 10000, "semaphore", "pool", "available");
     ASSERT_STATUS(r, 0);
     assert_string_equal(r.out, "3\n");
-    result_free(&r);
+    cli_result_free(&r);
     r = DLOCK_CLI_RUN(f, 10000, "semaphore", "pool", "add", "-1");
     ASSERT_STATUS(r, 0);
-    result_free(&r);
+    cli_result_free(&r);
     r = DLOCK_CLI_RUN(f, 10000, "semaphore", "pool", "add", "3");
     ASSERT_STATUS(r, 0);
-    result_free(&r);
+    cli_result_free(&r);
     assert_int_equal(redis_fixture_int(f, "GET pool"), 5);
 
     /* run --semaphore holds the permits while the command runs, then gives them back. */
     char script[PATH_MAX + 64];
-    snprintf(script, sizeof(script), "'%s' semaphore pool available", cli_path);
+    snprintf(script, sizeof(script), "'%s' semaphore pool available", cli_path());
     r = DLOCK_CLI_RUN(f, 10000, "run", "--semaphore", "pool", "--permits", "4", "--", "sh", "-c",
                       script);
     ASSERT_STATUS(r, 0);
     assert_string_equal(r.out, "1\n");
-    result_free(&r);
+    cli_result_free(&r);
     assert_int_equal(redis_fixture_int(f, "GET pool"), 5);
     r = DLOCK_CLI_RUN(f, 10000, "run", "--semaphore", "pool", "--permits", "6", "--wait", "200",
                       "--", "true");
     ASSERT_STATUS(r, 73);
-    result_free(&r);
+    cli_result_free(&r);
     assert_int_equal(redis_fixture_int(f, "GET pool"), 5);
     r = DLOCK_CLI_RUN(f, 10000, "semaphore", "text-key", "available");
     ASSERT_STATUS(r, 0); /* absent: 0 */
     assert_string_equal(r.out, "0\n");
-    result_free(&r);
+    cli_result_free(&r);
     redisReply *rep = redis_fixture_cmd(f, "HSET wrongtype a 1");
     freeReplyObject(rep);
     r = DLOCK_CLI_RUN(f, 10000, "semaphore", "wrongtype", "available");
     ASSERT_STATUS(r, 65);
-    result_free(&r);
+    cli_result_free(&r);
     redis_fixture_stop(f);
 }
 
@@ -1178,38 +1002,38 @@ static void test_latch_set_count_down_count_and_await_round_trip(void **state) {
     REQUIRE_CLI();
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_cli_server();
-    result r = DLOCK_CLI_RUN(f, 10000, "latch", "gate", "set", "2");
+    cli_result r = DLOCK_CLI_RUN(f, 10000, "latch", "gate", "set", "2");
     ASSERT_STATUS(r, 0);
-    result_free(&r);
+    cli_result_free(&r);
     r = DLOCK_CLI_RUN(f, 10000, "latch", "gate", "set", "5");
     ASSERT_STATUS(r, 1);
-    result_free(&r);
+    cli_result_free(&r);
     r = DLOCK_CLI_RUN(f, 10000, "latch", "gate", "count");
     ASSERT_STATUS(r, 0);
     assert_string_equal(r.out, "2\n");
-    result_free(&r);
+    cli_result_free(&r);
     r = DLOCK_CLI_RUN(f, 10000, "latch", "--wait", "200", "gate", "await");
     ASSERT_STATUS(r, 73);
-    result_free(&r);
+    cli_result_free(&r);
 
-    const char *argv[] = {cli_path, "latch", "gate", "await", NULL};
-    pid_t waiter = spawn(argv, NULL, NULL);
+    const char *argv[] = {cli_path(), "latch", "gate", "await", NULL};
+    pid_t waiter = cli_spawn(argv, NULL, NULL);
     test_sleep_ms(200);
     r = DLOCK_CLI_RUN(f, 10000, "latch", "gate", "count-down");
     ASSERT_STATUS(r, 0);
-    result_free(&r);
+    cli_result_free(&r);
     assert_int_equal(waitpid(waiter, NULL, WNOHANG), 0); /* still waiting at 1 */
     r = DLOCK_CLI_RUN(f, 10000, "latch", "gate", "count-down");
     ASSERT_STATUS(r, 0);
-    result_free(&r);
-    assert_int_equal(wait_exit(waiter, 10000), 0);
+    cli_result_free(&r);
+    assert_int_equal(cli_wait_exit(waiter, 10000), 0);
     r = DLOCK_CLI_RUN(f, 10000, "latch", "gate", "count");
     assert_string_equal(r.out, "0\n");
-    result_free(&r);
+    cli_result_free(&r);
     assert_int_equal(redis_fixture_int(f, "EXISTS gate"), 0);
     r = DLOCK_CLI_RUN(f, 10000, "latch", "gate", "await", "--wait", "0");
     ASSERT_STATUS(r, 0); /* finished: at once */
-    result_free(&r);
+    cli_result_free(&r);
     redis_fixture_stop(f);
 }
 

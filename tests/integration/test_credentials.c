@@ -2,8 +2,8 @@
  *
  * What is proven: AUTH with a password against a server that has none configured is
  * DLOCK_EAUTH (a credentials problem, not a server error); a connection that fails names
- * the host:port or socket path it tried and never the password; the tool (tools/, found as
- * in test_cli.c: $DLOCK_CLI or <build>/tools/dlock) prints no password whether the URL
+ * the host:port or socket path it tried and never the password; the tool (tools/, run
+ * through tests/support/cli_run.h: $DLOCK_CLI or <build>/tools/dlock) prints no password whether the URL
  * comes from $DLOCK_URL or --url, as userinfo or as ?password=; and `dlock run` by a user
  * whose ACL has no channels exits 77 instead of waiting. */
 #include <fcntl.h>
@@ -20,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "cli_run.h"
 #include "dlock.h"
 #include "harness.h"
 #include "redis_fixture.h"
@@ -80,86 +81,25 @@ static void test_connect_error_names_the_socket_path_never_the_password(void **s
 
 /* ---- the tool ------------------------------------------------------------------------- */
 
-static char cli_path[PATH_MAX + 32];
-
-/* Written static here: test_cli.c has its own (see the report on shared helpers). */
-static bool find_cli(void) {
-    const char *env = getenv("DLOCK_CLI");
-    if (env && env[0]) {
-        snprintf(cli_path, sizeof(cli_path), "%s", env);
-        return access(cli_path, X_OK) == 0;
-    }
-    char self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    if (n <= 0)
-        return false;
-    self[n] = '\0';
-    for (int up = 0; up < 4; up++) { /* <build>/tests/bin/integration/<program> */
-        char *slash = strrchr(self, '/');
-        if (slash)
-            *slash = '\0';
-    }
-    snprintf(cli_path, sizeof(cli_path), "%s/tools/dlock", self);
-    return access(cli_path, X_OK) == 0;
-}
-
-typedef struct cli_result {
-    int exit_code; /* -1: did not exit in time (killed) */
-    char output[8192]; /* stdout and stderr */
-} cli_result;
-
-/* Runs the tool with args and DLOCK_URL=env_url (NULL: unset), within timeout_ms. */
-static void run_cli(const char *env_url, const char *const *args, int64_t timeout_ms,
-                    cli_result *r) {
-    int fds[2];
-    assert_int_equal(pipe(fds), 0);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        dup2(fds[1], 1);
-        dup2(fds[1], 2);
-        close(fds[0]);
-        if (env_url)
-            setenv("DLOCK_URL", env_url, 1);
-        else
-            unsetenv("DLOCK_URL");
-        const char *argv[16] = {cli_path};
-        for (int i = 0; args[i] && i < 14; i++)
-            argv[i + 1] = args[i];
-        execv(cli_path, (char *const *)argv);
-        _exit(127);
-    }
-    close(fds[1]);
-    fcntl(fds[0], F_SETFL, O_NONBLOCK);
-    size_t len = 0;
-    int status = 0;
-    bool exited = false;
-    int64_t until = test_now_ms() + timeout_ms;
-    while (!exited && test_now_ms() < until) {
-        ssize_t got = read(fds[0], r->output + len, sizeof(r->output) - 1 - len);
-        if (got > 0)
-            len += (size_t)got;
-        exited = waitpid(pid, &status, WNOHANG) == pid;
-        if (!exited && got <= 0)
-            test_sleep_ms(5);
-    }
-    if (!exited) {
-        kill(pid, SIGKILL);
-        waitpid(pid, &status, 0);
-    }
-    ssize_t got;
-    while ((got = read(fds[0], r->output + len, sizeof(r->output) - 1 - len)) > 0)
-        len += (size_t)got;
-    r->output[len] = '\0';
-    close(fds[0]);
-    r->exit_code = exited && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+/* The tool with $DLOCK_URL set to env_url (NULL: unset), to its end; what it printed on
+ * stdout and stderr, together, in text. */
+static int run_cli(const char *env_url, const char *const *args, int64_t timeout_ms, char *text,
+                   size_t size) {
+    if (env_url)
+        setenv("DLOCK_URL", env_url, 1);
+    else
+        unsetenv("DLOCK_URL");
+    cli_result r = cli_run_argv(NULL, timeout_ms, args);
+    snprintf(text, size, "%s%s", r.out, r.err);
+    int status = r.status;
+    cli_result_free(&r);
+    return status;
 }
 
 static void test_cli_prints_no_password_from_dlock_url_or_url_option(void **state) {
     (void)state;
     test_watchdog_arm(60, __func__);
-    if (!find_cli())
-        skip();
+    REQUIRE_CLI();
     static const char *const cases[][2] = {
         /* DLOCK_URL, --url */
         {"redis://u:" SECRET "@127.0.0.1:1", NULL},
@@ -186,13 +126,13 @@ static void test_cli_prints_no_password_from_dlock_url_or_url_option(void **stat
                 args[n++] = "true";
             }
             args[n] = NULL;
-            cli_result r;
-            run_cli(cases[i][0], args, 20000, &r);
-            if (r.exit_code != 69 && r.exit_code != 64)
+            char output[8192];
+            int status = run_cli(cases[i][0], args, 20000, output, sizeof(output));
+            if (status != 69 && status != 64)
                 fail_msg("case %zu %s: exit %d, output \"%s\"", i, inspect ? "inspect" : "run",
-                         r.exit_code, r.output);
-            assert_true(r.output[0] != '\0');
-            assert_no_secret(r.output);
+                         status, output);
+            assert_true(output[0] != '\0');
+            assert_no_secret(output);
         }
     }
 }
@@ -200,8 +140,7 @@ static void test_cli_prints_no_password_from_dlock_url_or_url_option(void **stat
 static void test_cli_run_without_channel_permission_exits_77(void **state) {
     (void)state;
     test_watchdog_arm(60, __func__);
-    if (!find_cli())
-        skip();
+    REQUIRE_CLI();
     redis_fixture *f = start_server();
     redisReply *rep =
         redis_fixture_cmd(f, "ACL SETUSER nochan on >" SECRET " ~* resetchannels +@all");
@@ -217,18 +156,18 @@ static void test_cli_run_without_channel_permission_exits_77(void **state) {
     long long before = redis_fixture_info_int(f, "stats", "total_connections_received");
     static const char *const args[] = {"-v", "run", "acl-run", "--wait", "20000", "--", "true", NULL};
     int64_t t0 = test_now_ms();
-    cli_result r;
-    run_cli(url, args, 20000, &r);
+    char output[8192];
+    int status = run_cli(url, args, 20000, output, sizeof(output));
     int64_t took = test_now_ms() - t0;
     long long made = redis_fixture_info_int(f, "stats", "total_connections_received") - before;
-    if (r.exit_code != 77)
-        fail_msg("exit %d after %lld ms and %lld connections, output \"%s\"", r.exit_code,
-                 (long long)took, made, r.output);
+    if (status != 77)
+        fail_msg("exit %d after %lld ms and %lld connections, output \"%s\"", status,
+                 (long long)took, made, output);
     ASSERT_BETWEEN(took, 0, slack_ms(5000));
     ASSERT_BETWEEN(made, 1, 20);
-    if (!strstr(r.output, "redisson_lock__channel:{acl-run}") || !strstr(r.output, "nochan"))
-        fail_msg("output names neither channel nor user: \"%s\"", r.output);
-    assert_no_secret(r.output);
+    if (!strstr(output, "redisson_lock__channel:{acl-run}") || !strstr(output, "nochan"))
+        fail_msg("output names neither channel nor user: \"%s\"", output);
+    assert_no_secret(output);
 
     dlock_lock_free(held);
     dlock_client_free(holder);

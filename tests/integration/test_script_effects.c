@@ -82,51 +82,6 @@ static void grant_channels(world *w) {
 
 /* ---- the whole database, as text ----------------------------------------------------------- */
 
-static void append(char **buf, size_t *len, const char *s, size_t n) {
-    char *grown = realloc(*buf, *len + n + 1);
-    assert_non_null(grown);
-    memcpy(grown + *len, s, n);
-    *len += n;
-    grown[*len] = '\0';
-    *buf = grown;
-}
-
-/* Every key, sorted, with its DUMP (type and value) in hex and whether it expires. The
- * caller frees it. */
-static char *db_state(redis_fixture *f) {
-    redisReply *keys = redis_fixture_cmd(f, "KEYS *");
-    assert_non_null(keys);
-    assert_int_equal(keys->type, REDIS_REPLY_ARRAY);
-    for (size_t i = 1; i < keys->elements; i++) /* few keys: insertion sort */
-        for (size_t j = i; j > 0 && strcmp(keys->element[j - 1]->str, keys->element[j]->str) > 0;
-             j--) {
-            redisReply *t = keys->element[j];
-            keys->element[j] = keys->element[j - 1];
-            keys->element[j - 1] = t;
-        }
-    char *buf = NULL;
-    size_t len = 0;
-    append(&buf, &len, "", 0);
-    for (size_t i = 0; i < keys->elements; i++) {
-        const redisReply *k = keys->element[i];
-        redisReply *dump = redis_fixture_cmd(f, "DUMP %b", k->str, k->len);
-        assert_non_null(dump);
-        append(&buf, &len, k->str, k->len);
-        append(&buf, &len, " = ", 3);
-        for (size_t b = 0; dump->type == REDIS_REPLY_STRING && b < dump->len; b++) {
-            char hex[3];
-            snprintf(hex, sizeof(hex), "%02x", (unsigned char)dump->str[b]);
-            append(&buf, &len, hex, 2);
-        }
-        freeReplyObject(dump);
-        long long pttl = redis_fixture_int(f, "PTTL %b", k->str, k->len);
-        const char *expiry = pttl == -1 ? " (no expiry)\n" : " (expires)\n";
-        append(&buf, &len, expiry, strlen(expiry));
-    }
-    freeReplyObject(keys);
-    return buf;
-}
-
 /* `call` failed with `want` and Redis is as `before` says. Frees before. */
 #define ASSERT_FAILED_UNCHANGED(w, before, call, want)                                             \
     do {                                                                                           \

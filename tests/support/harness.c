@@ -5,6 +5,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -56,6 +57,49 @@ redisContext *subscribe_to(redis_fixture *f, const char *channel) {
 
 void owner_field(dlock_client *c, uint64_t owner, char *buf, size_t size) {
     snprintf(buf, size, "%s:%llu", dlock_client_id(c), (unsigned long long)owner);
+}
+
+static void append(char **buf, size_t *len, const char *s, size_t n) {
+    char *grown = realloc(*buf, *len + n + 1);
+    assert_non_null(grown);
+    memcpy(grown + *len, s, n);
+    *len += n;
+    grown[*len] = '\0';
+    *buf = grown;
+}
+
+static int by_key_name(const void *a, const void *b) {
+    const redisReply *x = *(redisReply *const *)a, *y = *(redisReply *const *)b;
+    return strcmp(x->str, y->str);
+}
+
+char *db_state(redis_fixture *f) {
+    redisReply *keys = redis_fixture_cmd(f, "KEYS *");
+    assert_non_null(keys);
+    assert_int_equal(keys->type, REDIS_REPLY_ARRAY);
+    if (keys->elements > 1)
+        qsort(keys->element, keys->elements, sizeof(*keys->element), by_key_name);
+    char *buf = NULL;
+    size_t len = 0;
+    append(&buf, &len, "", 0);
+    for (size_t i = 0; i < keys->elements; i++) {
+        const redisReply *k = keys->element[i];
+        redisReply *dump = redis_fixture_cmd(f, "DUMP %b", k->str, k->len);
+        assert_non_null(dump);
+        append(&buf, &len, k->str, k->len);
+        append(&buf, &len, " = ", 3);
+        for (size_t b = 0; dump->type == REDIS_REPLY_STRING && b < dump->len; b++) {
+            char hex[3];
+            snprintf(hex, sizeof(hex), "%02x", (unsigned char)dump->str[b]);
+            append(&buf, &len, hex, 2);
+        }
+        freeReplyObject(dump);
+        long long pttl = redis_fixture_int(f, "PTTL %b", k->str, k->len);
+        const char *expiry = pttl == -1 ? " (no expiry)\n" : " (expires)\n";
+        append(&buf, &len, expiry, strlen(expiry));
+    }
+    freeReplyObject(keys);
+    return buf;
 }
 
 static void tick_cb(struct ev_loop *loop, ev_timer *w, int revents) {

@@ -3,7 +3,7 @@
  *  - assertions that print the dlock error name and dlock_last_error() text on failure
  *    (ASSERT_RC, ASSERT_BETWEEN, ASSERT_EINVAL, ASSERT_WRONGTYPE);
  *  - a Redis server per test and what a test reads back from it (start_server, numsub,
- *    script_calls, total_commands, pttl_of, subscribe_to, owner_field);
+ *    script_calls, total_commands, pttl_of, subscribe_to, owner_field, db_state);
  *  - the loop harness of the async-face tests: a libev loop of the test's own, polled
  *    from the test thread, with a client on it (polling_loop_new, connect_on_loop,
  *    RUN_LOOP_UNTIL, run_loop_for, sync_with_client).
@@ -89,6 +89,10 @@ redisContext *subscribe_to(redis_fixture *f, const char *channel);
 
 /* The "<client id>:<owner>" hash field under which c's owner holds a lock. */
 void owner_field(dlock_client *c, uint64_t owner, char *buf, size_t size);
+
+/* The whole database as text, to compare before and after a call: every key, sorted, with
+ * its DUMP (type and value) in hex and whether it expires. The caller frees it. */
+char *db_state(redis_fixture *f);
 
 /* ---- clients ------------------------------------------------------------------------------ */
 
