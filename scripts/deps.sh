@@ -4,7 +4,9 @@
 # Quiet when nothing is missing. As root it installs what is missing with apt-get (CI runs
 # this on a fresh Debian 12 machine); otherwise it prints the command to run and fails.
 # redis-server's package also starts a system redis on port 6379: harmless, and never
-# used: every test and the demo start their own server on a unix socket.
+# used: every test and the demo start their own server on a unix socket (or a free loopback
+# port). Likewise the system sentinel redis-sentinel's package may start on port 26379: the
+# Sentinel tests start their own sentinels.
 set -euo pipefail
 
 packages=(
@@ -12,6 +14,9 @@ packages=(
     libc6-dev # gcc only recommends it; --no-install-recommends would leave out libc headers
     libhiredis-dev libev-dev libcmocka-dev
     redis-server # brings redis-tools (redis-cli)
+    redis-sentinel # the Sentinel tests start their own sentinels
+    openssl # the TLS tests make their certificates at test time
+    libssl-dev # the TLS transport
     valgrind
     jq # bench/run.sh prints its table with it
 )
