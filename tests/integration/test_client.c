@@ -22,6 +22,7 @@
 #include "dlock.h"
 #include "harness.h"
 #include "dlock/adapters/libev.h"
+#include "fault_proxy.h"
 #include "redis_fixture.h"
 #include "test_util.h"
 
@@ -397,7 +398,11 @@ static void test_free_with_pending_ops_cancels_each_once(void **state) {
     (void)state;
     test_watchdog_arm(60, __func__);
     redis_fixture *f = start_server_with(NULL);
-    dlock_client *c = connect_client(f);
+    /* through a proxy, which counts the requests that reached the server */
+    fault_proxy *p = NULL;
+    assert_int_equal(fault_proxy_start(redis_fixture_socket(f), &p), 0);
+    dlock_client *c = connect_client_cfg(NULL, (test_client_cfg){.url = fault_proxy_url(p)});
+    uint64_t sent_before = fault_proxy_stats_get(p).requests_up;
     redis_fixture_pause(f); /* nothing will answer */
     enum { N = 50 };
     counted k = {0};
@@ -405,7 +410,13 @@ static void test_free_with_pending_ops_cancels_each_once(void **state) {
         assert_int_equal(dlock_client_ping_async(c, count_status, &k), DLOCK_OK);
     pthread_t t;
     pthread_create(&t, NULL, blocking_ping, c);
-    test_sleep_ms(200);
+    /* every ping, the blocking one too, is in Redis: in flight, not queued */
+    bool sent = false;
+    POLL_UNTIL(sent, fault_proxy_stats_get(p).requests_up - sent_before == N + 1,
+               test_slack_ms(3000));
+    if (!sent)
+        fail_msg("%llu of %d pings reached the server",
+                 (unsigned long long)(fault_proxy_stats_get(p).requests_up - sent_before), N + 1);
     assert_int_equal(atomic_load(&k.calls), 0);
     assert_int_equal(dlock_client_free(c), DLOCK_OK);
     void *blocked_rc;
@@ -414,6 +425,7 @@ static void test_free_with_pending_ops_cancels_each_once(void **state) {
     assert_int_equal(atomic_load(&k.calls), N);
     assert_int_equal(atomic_load(&k.canceled), N);
     redis_fixture_resume(f);
+    fault_proxy_stop(p);
     redis_fixture_stop(f);
 }
 

@@ -48,15 +48,7 @@ test_layout_is_a_hash_of_client_id_colon_owner_to_hold_count_with_the_lease_as_p
 static void check_channel_and_token_key(const char *name, const char *channel,
                                         const char *token_key, const char *not_token_key) {
     redis_fixture *f = start_server();
-    redisContext *sub = redisConnectUnix(redis_fixture_socket(f));
-    assert_non_null(sub);
-    assert_int_equal(sub->err, 0);
-    struct timeval tv = {.tv_sec = test_under_valgrind() ? 60 : 10};
-    redisSetTimeout(sub, tv);
-    redisReply *r = redisCommand(sub, "SUBSCRIBE %s", channel);
-    assert_non_null(r);
-    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-    freeReplyObject(r);
+    redisContext *sub = subscribe_to(f, channel);
 
     dlock_client *c = connect_client(f);
     dlock_lock *l = new_fenced(c, name);
@@ -77,7 +69,7 @@ static void check_channel_and_token_key(const char *name, const char *channel,
     for (int i = 0; i < 2; i++) {
         void *m = NULL;
         assert_int_equal(redisGetReply(sub, &m), REDIS_OK);
-        r = m;
+        redisReply *r = m;
         assert_int_equal(r->type, REDIS_REPLY_ARRAY);
         assert_int_equal(r->elements, 3);
         assert_string_equal(r->element[0]->str, "message");

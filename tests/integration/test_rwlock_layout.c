@@ -76,15 +76,7 @@ test_layout_is_mode_reader_and_writer_fields_and_a_timeout_key_per_read_hold(voi
  * timeout key's name. */
 static void check_channel_and_keys(const char *name, const char *channel, const char *not_key) {
     redis_fixture *f = start_server();
-    redisContext *sub = redisConnectUnix(redis_fixture_socket(f));
-    assert_non_null(sub);
-    assert_int_equal(sub->err, 0);
-    struct timeval tv = {.tv_sec = test_under_valgrind() ? 60 : 10};
-    redisSetTimeout(sub, tv);
-    redisReply *r = redisCommand(sub, "SUBSCRIBE %s", channel);
-    assert_non_null(r);
-    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-    freeReplyObject(r);
+    redisContext *sub = subscribe_to(f, channel);
 
     dlock_client *c = connect_client(f), *d = connect_client(f);
     dlock_rwlock *rw = new_rw(c, name), *rd = new_rw(d, name);
@@ -113,7 +105,7 @@ static void check_channel_and_keys(const char *name, const char *channel, const 
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
         void *m = NULL;
         assert_int_equal(redisGetReply(sub, &m), REDIS_OK);
-        r = m;
+        redisReply *r = m;
         assert_int_equal(r->type, REDIS_REPLY_ARRAY);
         assert_int_equal(r->elements, 3);
         assert_string_equal(r->element[0]->str, "message");

@@ -50,21 +50,6 @@ static int64_t available_of(dlock_semaphore *s) {
     return n;
 }
 
-/* A plain hiredis connection subscribed to channel, to read what the library publishes. */
-static redisContext *subscribe_confirmed(redis_fixture *f, const char *channel) {
-    redisContext *s = redisConnectUnix(redis_fixture_socket(f));
-    assert_true(s && s->err == 0);
-    struct timeval tv = {.tv_sec = test_under_valgrind() ? 60 : 10};
-    redisSetTimeout(s, tv);
-    redisReply *r = redisCommand(s, "SUBSCRIBE %s", channel);
-    assert_non_null(r);
-    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-    assert_int_equal(r->elements, 3);
-    assert_string_equal(r->element[0]->str, "subscribe");
-    freeReplyObject(r);
-    return s;
-}
-
 /* Publishes "end" on channel (through the fixture), then reads s up to that message and
  * writes the payloads before it as "a,b,c," into buf. */
 static void messages_until_end(redis_fixture *f, redisContext *s, const char *channel, char *buf,
@@ -549,7 +534,7 @@ static void test_channel_redisson_sc_carries_the_new_count_of_set_add_and_releas
     dlock_client *c = connect_client(f);
     dlock_semaphore *s = new_semaphore(c, "announced");
     const char *channel = "redisson_sc:{announced}";
-    redisContext *sub = subscribe_confirmed(f, channel);
+    redisContext *sub = subscribe_to(f, channel);
     ASSERT_RC(dlock_semaphore_try_set_permits(s, 5, NULL), DLOCK_OK); /* "5" */
     ASSERT_RC(dlock_semaphore_try_set_permits(s, 9, NULL), DLOCK_OK); /* not set: nothing */
     ASSERT_RC(dlock_semaphore_acquire(s, 2), DLOCK_OK);               /* taking: nothing */
@@ -566,7 +551,7 @@ static void test_channel_redisson_sc_carries_the_new_count_of_set_add_and_releas
 
     /* a name holding a '{' is its own hash tag: no extra braces on the channel */
     dlock_semaphore *tagged = new_semaphore(c, "sem{tag}");
-    sub = subscribe_confirmed(f, "redisson_sc:sem{tag}");
+    sub = subscribe_to(f, "redisson_sc:sem{tag}");
     ASSERT_RC(dlock_semaphore_release(tagged, 2), DLOCK_OK);
     messages_until_end(f, sub, "redisson_sc:sem{tag}", got, sizeof(got));
     assert_string_equal(got, "2,");

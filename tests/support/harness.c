@@ -43,16 +43,31 @@ long long pttl_of(redis_fixture *f, const char *key) {
     return redis_fixture_int(f, "PTTL %s", key);
 }
 
-redisContext *subscribe_to(redis_fixture *f, const char *channel) {
+/* A plain connection to f that ran `command target` (SUBSCRIBE or PSUBSCRIBE) and got its
+ * confirmation; a read waits at most 5 s, widened by the slack rule. */
+static redisContext *listener(redis_fixture *f, const char *command, const char *confirmation,
+                              const char *target) {
     redisContext *s = redisConnectUnix(redis_fixture_socket(f));
     assert_true(s && s->err == 0);
-    struct timeval tv = {.tv_sec = test_under_valgrind() ? 60 : 10};
+    int64_t read_ms = test_slack_ms(5000);
+    struct timeval tv = {.tv_sec = (time_t)(read_ms / 1000),
+                         .tv_usec = (suseconds_t)(read_ms % 1000) * 1000};
     redisSetTimeout(s, tv);
-    redisReply *r = redisCommand(s, "SUBSCRIBE %s", channel);
+    redisReply *r = redisCommand(s, "%s %s", command, target);
     assert_non_null(r);
     assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    assert_int_equal(r->elements, 3);
+    assert_string_equal(r->element[0]->str, confirmation);
     freeReplyObject(r);
     return s;
+}
+
+redisContext *subscribe_to(redis_fixture *f, const char *channel) {
+    return listener(f, "SUBSCRIBE", "subscribe", channel);
+}
+
+redisContext *psubscribe_to(redis_fixture *f, const char *pattern) {
+    return listener(f, "PSUBSCRIBE", "psubscribe", pattern);
 }
 
 void owner_field(dlock_client *c, uint64_t owner, char *buf, size_t size) {

@@ -86,6 +86,8 @@ long long pttl_of(redis_fixture *f, const char *key);
 /* A plain hiredis connection subscribed to channel, to read what the library publishes;
  * redisFree it. */
 redisContext *subscribe_to(redis_fixture *f, const char *channel);
+/* The same subscribed to the channels matching pattern (PSUBSCRIBE). */
+redisContext *psubscribe_to(redis_fixture *f, const char *pattern);
 
 /* The "<client id>:<owner>" hash field under which c's owner holds a lock. */
 void owner_field(dlock_client *c, uint64_t owner, char *buf, size_t size);
