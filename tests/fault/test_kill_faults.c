@@ -359,7 +359,7 @@ static void run_command_kills(lock_kind kind, int64_t duration_base_ms) {
     redis_fixture *f = start_server();
     kill_load ld = {.kind = kind,
                     .url = redis_fixture_unix_url(f),
-                    .watchdog_ms = test_under_valgrind() ? 6000 : 2000,
+                    .watchdog_ms = test_slack_ms(1000),
                     .write_percent = 25};
     static const char *const prefix[] = {"killed", "killed-fair", "killed-rw"};
     for (int o = 0; o < KILL_LOCKS; o++) {

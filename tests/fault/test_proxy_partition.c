@@ -149,7 +149,7 @@ static void test_partition_longer_than_the_reply_timeout_but_shorter_than_the_le
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     lost_reset();
-    const int64_t watchdog_ms = test_under_valgrind() ? 6000 : 3000;
+    const int64_t watchdog_ms = test_slack_ms(1500);
     const int64_t timeout_ms = 500;
     redis_fixture *f = start_server();
     fault_proxy *p = start_proxy(f);

@@ -232,7 +232,7 @@ static void test_restart_with_appendonly_keeps_the_holds_and_the_watchdog_keeps_
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     memset(lost_of, 0, sizeof lost_of);
-    const int64_t watchdog_ms = test_under_valgrind() ? 6000 : 2000;
+    const int64_t watchdog_ms = test_slack_ms(1000);
     redis_fixture *f = start_server_with_aof(true);
     test_client_cfg cfg = {.watchdog_ms = watchdog_ms};
     dlock_client *a = connect_client_cfg(f, cfg);
@@ -410,7 +410,7 @@ test_paused_server_fails_calls_in_bounded_time_recovers_and_keeps_exclusion(void
                         .lease_ms = lease_ms};
         assert_int_equal(pthread_create(&th[i], NULL, work, &w[i]), 0);
     }
-    test_sleep_ms(test_under_valgrind() ? 2000 : 800);
+    test_sleep_ms(test_slack_ms(400)); /* the workers get going */
     long before = atomic_load(&ar->sections);
 
     assert_int_equal(redis_fixture_pause(f), 0);
@@ -434,7 +434,7 @@ test_paused_server_fails_calls_in_bounded_time_recovers_and_keeps_exclusion(void
     /* let the workers run well past the longest stall a pause can leave (a hold whose
      * release failed expires by its lease) */
     long at_resume = atomic_load(&ar->sections);
-    test_sleep_ms(lease_ms + (test_under_valgrind() ? 3000 : 1000));
+    test_sleep_ms(lease_ms + test_slack_ms(500));
     atomic_store(&ar->stop, true);
     for (int i = 0; i < 4; i++)
         assert_int_equal(pthread_join(th[i], NULL), 0);

@@ -252,7 +252,7 @@ static void test_three_permits_let_at_most_3_threads_in_together_and_3_get_in(vo
     long sections = test_scaled(40);
     if (sections < 4)
         sections = 4;
-    run_result r = run_contended(f, "three", 3, 6, sections, test_under_valgrind() ? 20 : 3);
+    run_result r = run_contended(f, "three", 3, 6, sections, test_slack_ms(2));
     assert_int_equal(r.max_inside, 3); /* bounded, and the bound was reached */
     printf("# 3 permits, %d clients x 6 threads: %ld sections in %lld ms, at most %d inside "
            "(log: %d)\n",

@@ -97,7 +97,7 @@ static void hold_until(test_waiter *t, int64_t due_ms, int status, int64_t hint)
 }
 
 static int64_t race_hold_ms(void) {
-    return test_under_valgrind() ? 2000 : 300;
+    return test_slack_ms(150);
 }
 
 static void set_hold(dlock_client *c, void *arg) {
@@ -508,8 +508,9 @@ static void test_waiting_without_a_hint_does_not_poll_the_server(void **state) {
 static void test_lost_message_costs_one_hint_then_the_waiter_obtains(void **state) {
     world *w = *state;
     test_watchdog_arm(BUDGET_S, __func__);
-    /* valgrind: a longer hint, so the key surely appears before the retry */
-    const int64_t hint = test_under_valgrind() ? 1000 : 200;
+    /* a hint that outlasts the setup on a slow machine, so the key surely appears before the
+     * retry */
+    const int64_t hint = test_slack_ms(100);
     test_waiter *t = waiter_reset(0, "w:{lost}", "w:{lost}:ch", 20000, hint, &ops_wake_one);
     start_waiters(w->c, &t, 1);
     bool ok = false;
@@ -725,7 +726,7 @@ static void test_woken_waiter_that_times_out_hands_its_wake_to_the_next_sleeper(
      * after A's deadline (busy: the freed place was not enough for A), so A times out
      * without having used the wake. B, next in line, must get it; C keeps sleeping. */
     test_waiter *ws[3];
-    int64_t a_wait = test_under_valgrind() ? 5000 : 600; /* outlasts the setup */
+    int64_t a_wait = test_slack_ms(300); /* outlasts the setup */
     ws[0] = waiter_reset(0, "w:{handoff}", "w:{handoff}:ch", a_wait, -1, &ops_wake_one);
     ws[0]->busy_late_when_woken = true;
     ws[1] = waiter_reset(1, "w:{handoff}", "w:{handoff}:ch", DLOCK_FOREVER, -1, &ops_wake_one);
