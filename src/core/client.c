@@ -12,11 +12,9 @@
 #include <signal.h>
 #include <stdalign.h>
 #include <stddef.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "core.h"
 #include "dlock/adapters/libev.h"
@@ -38,54 +36,7 @@ void dlock_options_init(dlock_options *o) {
     o->fair_wait_ms = 5000;
 }
 
-/* ---- helpers ---------------------------------------------------------------------------- */
-
-void dlock__random_bytes(void *buf, size_t n) {
-    unsigned char *p = buf;
-    while (n > 0) {
-        ssize_t got = getrandom(p, n, 0);
-        if (got <= 0) {
-            /* no entropy source at all (a seccomp sandbox?): mix the clock in, byte by
-             * byte; ids stay unique per process, though guessable */
-            uint64_t x = (uint64_t)dlock__now_us() * 6364136223846793005ULL + (uintptr_t)p;
-            *p++ = (unsigned char)(x >> 56);
-            n--;
-            continue;
-        }
-        p += got;
-        n -= (size_t)got;
-    }
-}
-
-uint64_t dlock__random_u64(void) {
-    uint64_t v;
-    dlock__random_bytes(&v, sizeof(v));
-    return v;
-}
-
-static int make_uuid(char out[37]) {
-    unsigned char b[16];
-    if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b))
-        return -1;
-    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40); /* version 4: random */
-    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
-    snprintf(out, 37,
-             "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
-             b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
-             b[15]);
-    return 0;
-}
-
-void dlock__log(dlock_client *c, int level, const char *fmt, ...) {
-    if (!c->opts.log_cb)
-        return;
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    c->opts.log_cb(level, msg, c->opts.log_arg);
-}
+/* ---- settings a primitive reads ------------------------------------------------------- */
 
 int64_t dlock__client_watchdog_ms(const dlock_client *c) { return c->opts.watchdog_ms; }
 
@@ -94,39 +45,6 @@ int64_t dlock__client_fair_wait_ms(const dlock_client *c) { return c->opts.fair_
 const char *dlock__client_endpoint(const dlock_client *c) { return c->endpoint_key; }
 
 const char *dlock_client_id(const dlock_client *c) { return c ? c->id : ""; }
-
-/* The ACL pattern that grants channel and its siblings: the prefix before the name in
- * braces ("redisson_lock__channel:{a}" -> "redisson_lock__channel:*"), else the channel. */
-static void channel_grant(const char *channel, char *buf, size_t size) {
-    const char *brace = strchr(channel, '{');
-    if (brace)
-        snprintf(buf, size, "&%.*s*", (int)(brace - channel), channel);
-    else
-        snprintf(buf, size, "&%s", channel);
-}
-
-void dlock__noperm_text(const dlock_client *c, const char *server_text, const char *channel,
-                        char *buf, size_t size) {
-    const char *user = c->endpoint.user ? c->endpoint.user : "default";
-    char grant[160];
-    if (channel) {
-        channel_grant(channel, grant, sizeof(grant));
-        snprintf(buf, size,
-                 "the ACL of user '%s' denies channel %s (NOPERM); grant it: ACL SETUSER %s %s "
-                 "(or allchannels)",
-                 user, channel, user, grant);
-        return;
-    }
-    const char *text = server_text ? server_text : "NOPERM";
-    /* a script's refusal ends with "script: <sha>, on @user_script:<line>.": noise here */
-    const char *noise = strstr(text, " script: ");
-    int text_len = noise ? (int)(noise - text) : (int)strlen(text);
-    const char *what = strstr(text, "channel") ? "allchannels (or &redisson_*)"
-                       : strstr(text, "key")   ? "~<the keys of the object>"
-                                               : "+<the command> (dlock needs +@scripting)";
-    snprintf(buf, size, "the ACL of user '%s' refused: %.*s; grant it: ACL SETUSER %s %s", user,
-             text_len, text, user, what);
-}
 
 /* ---- options ---------------------------------------------------------------------------- */
 
@@ -275,6 +193,18 @@ static void client_destroy(dlock_client *c) {
     dlock__free(c);
 }
 
+/* The command connection's hook: the outcome of its first attempt (DLOCK_OK, or why it
+ * failed) is what dlock_client_new waits for; later ones change nothing here. */
+static void on_connect_outcome(dlock__conn *conn, int status) {
+    dlock_client *c = DLOCK__CONTAINER_OF(conn, dlock_client, conn);
+    pthread_mutex_lock(&c->ready_mu);
+    if (c->ready_status == 1) {
+        c->ready_status = status;
+        pthread_cond_broadcast(&c->ready_cond);
+    }
+    pthread_mutex_unlock(&c->ready_mu);
+}
+
 static int client_create(const dlock_options *o, struct ev_loop *loop, dlock_client **out) {
     dlock_options opts;
     dlock__endpoint ep;
@@ -298,7 +228,7 @@ static int client_create(const dlock_options *o, struct ev_loop *loop, dlock_cli
     c->ready_status = 1;
     c->script_sha = dlock__calloc(DLOCK__SCRIPT_COUNT > 0 ? DLOCK__SCRIPT_COUNT : 1,
                                   sizeof(*c->script_sha));
-    if (!c->script_sha || make_uuid(c->id) != 0) {
+    if (!c->script_sha || dlock__random_uuid(c->id) != 0) {
         client_destroy(c);
         return dlock__fail(DLOCK_ENOMEM, "out of memory or no entropy for the client id");
     }
@@ -311,21 +241,13 @@ static int client_create(const dlock_options *o, struct ev_loop *loop, dlock_cli
     dlock__sched_init(&c->sched, c->loop);
     dlock__submit_init(&c->submit, c);
     dlock__conn_init(&c->conn, c);
+    c->conn.on_outcome = on_connect_outcome;
     dlock__pubsub_init(&c->pubsub, c);
     dlock__waits_init(&c->waits);
     dlock__renew_init(&c->renew, c);
     ev_async_init(&c->stop_async, on_stop);
     *out = c;
     return DLOCK_OK;
-}
-
-void dlock__client_connect_outcome(dlock_client *c, int status) {
-    pthread_mutex_lock(&c->ready_mu);
-    if (c->ready_status == 1) {
-        c->ready_status = status;
-        pthread_cond_broadcast(&c->ready_cond);
-    }
-    pthread_mutex_unlock(&c->ready_mu);
 }
 
 /* Stops the I/O thread after closing everything on it, and frees c. */

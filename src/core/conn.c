@@ -18,6 +18,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <hiredis/async.h>
+
 #include "core.h"
 
 struct dlock__cmd {
@@ -69,40 +71,6 @@ static dlock__cmd_queue queue_take(dlock__cmd_queue *q) {
     dlock__cmd_queue all = *q;
     memset(q, 0, sizeof(*q));
     return all;
-}
-
-/* ---- replies ---------------------------------------------------------------------------- */
-
-int dlock__reply_type(const dlock__reply *r) { return r ? r->type : DLOCK__REPLY_NIL; }
-
-long long dlock__reply_int(const dlock__reply *r) {
-    if (!r)
-        return 0;
-    if (r->type == REDIS_REPLY_INTEGER)
-        return r->integer;
-    if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS)
-        return strtoll(r->str, NULL, 10);
-    return 0;
-}
-
-const char *dlock__reply_str(const dlock__reply *r, size_t *len) {
-    if (!r || !(r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS ||
-                r->type == REDIS_REPLY_ERROR)) {
-        if (len)
-            *len = 0;
-        return NULL;
-    }
-    if (len)
-        *len = r->len;
-    return r->str;
-}
-
-size_t dlock__reply_count(const dlock__reply *r) {
-    return r && r->type == REDIS_REPLY_ARRAY ? r->elements : 0;
-}
-
-const dlock__reply *dlock__reply_at(const dlock__reply *r, size_t i) {
-    return i < dlock__reply_count(r) ? r->element[i] : NULL;
 }
 
 /* ---- completion ------------------------------------------------------------------------- */
@@ -267,14 +235,16 @@ static void on_deadline(dlock__timer *t, void *arg) {
 
 static void on_ready(dlock__link *link) {
     dlock__conn *conn = conn_of(link);
-    dlock__client_connect_outcome(link->client, DLOCK_OK);
+    if (conn->on_outcome)
+        conn->on_outcome(conn, DLOCK_OK);
     flush_pending(conn);
 }
 
 static void on_down(dlock__link *link, int err) {
     dlock__conn *conn = conn_of(link);
     dlock_client *c = link->client;
-    dlock__client_connect_outcome(c, err);
+    if (conn->on_outcome)
+        conn->on_outcome(conn, err);
     /* Commands in flight: resend the ones that may run twice (first, in their order),
      * fail the others. Their callbacks may queue new commands: those go behind. */
     dlock__cmd_queue lost = queue_take(&conn->inflight);
@@ -383,25 +353,3 @@ int dlock__script(dlock_client *c, enum dlock__script_id script, unsigned flags,
 }
 
 int dlock__reply_sends(const dlock_client *c) { return c->conn.reply_sends; }
-
-int dlock__op_fail_reply(dlock__op *op, int status, const dlock__reply *reply) {
-    dlock_client *c = op->client;
-    const char *server_text = reply && reply->type == REDIS_REPLY_ERROR ? reply->str : NULL;
-    if (status == DLOCK_ENOPERM) {
-        /* from a command's reply, the command link's handshake, or (no reply and the command
-         * link fine) a refused SUBSCRIBE of a wait */
-        char text[sizeof(op->error_text)];
-        if (!server_text && c->conn.link.last_error == DLOCK_ENOPERM)
-            server_text = c->conn.link.last_error_text;
-        if (server_text)
-            dlock__noperm_text(c, server_text, NULL, text, sizeof(text));
-        else
-            snprintf(text, sizeof(text), "%s", c->pubsub.refused_text);
-        return dlock__op_fail(op, status, "%s", text[0] ? text : dlock_strerror(status));
-    }
-    if (status == DLOCK_EREDIS && server_text)
-        return dlock__op_fail(op, status, "%s", server_text);
-    if ((status == DLOCK_ECONN || status == DLOCK_EAUTH) && c->conn.link.last_error_text[0])
-        return dlock__op_fail(op, status, "%s", c->conn.link.last_error_text);
-    return dlock__op_fail(op, status, "%s", dlock_strerror(status));
-}

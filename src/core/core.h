@@ -108,7 +108,12 @@ void dlock__link_close(dlock__link *link);
 /* From a handshake reply callback: one expected reply arrived fine. */
 void dlock__link_handshake_step(dlock__link *link);
 /* From a handshake reply callback: the server refused; fail the attempt. */
-void dlock__link_handshake_error(dlock__link *link, const redisReply *reply);
+void dlock__link_handshake_error(dlock__link *link, const dlock__reply *reply);
+
+/* The text of a permission error for dlock_last_error(): what the server said (server_text,
+ * may be NULL), the user, the channel (may be NULL) and what to grant. */
+void dlock__noperm_text(const dlock_client *c, const char *server_text, const char *channel,
+                        char *buf, size_t size);
 
 /* ---- the command connection and its queue (conn.c) ------------------------------------- */
 
@@ -127,6 +132,9 @@ typedef struct dlock__conn {
     int reply_sends;        /* sends of the command whose callback is running */
     uint64_t commands_sent; /* counters for tests and diagnostics */
     uint64_t reconnects;
+    /* the client's hook (may be NULL): each attempt's outcome, DLOCK_OK once the link is
+     * ready, else the error of the failed attempt or of the ready link that dropped */
+    void (*on_outcome)(struct dlock__conn *conn, int status);
 } dlock__conn;
 
 void dlock__conn_init(dlock__conn *conn, dlock_client *c);
@@ -157,11 +165,6 @@ void dlock__pubsub_close(dlock__pubsub *ps);
  * DLOCK_OK otherwise. */
 int dlock__listener_error(const dlock__listener *l);
 
-/* The text of a permission error for dlock_last_error(): what the server said (server_text,
- * may be NULL), the user, the channel (may be NULL) and what to grant. */
-void dlock__noperm_text(const dlock_client *c, const char *server_text, const char *channel,
-                        char *buf, size_t size);
-
 /* ---- the waiting engine (wait.c) -------------------------------------------------------- */
 
 typedef struct dlock__waits {
@@ -169,6 +172,12 @@ typedef struct dlock__waits {
 } dlock__waits;
 
 void dlock__waits_init(dlock__waits *w);
+
+/* As dlock__wait_start_on, for a wait of no handle. Primitives always wait on behalf of a
+ * handle; only tests/integration/test_wait.c still calls this, and it goes once that test
+ * waits on a handle too. */
+void dlock__wait_start(dlock__waiter *w, dlock_client *c, const dlock__wait_ops *ops,
+                       const char *channel, int64_t wait_ms);
 void dlock__waits_close(dlock__waits *w, dlock_client *c); /* cancels every waiter */
 
 /* ---- the watchdog registry (renew.c) ---------------------------------------------------- */
@@ -195,6 +204,12 @@ typedef struct dlock__submit {
 
 void dlock__submit_init(dlock__submit *s, dlock_client *c);
 void dlock__submit_close(dlock__submit *s, dlock_client *c); /* completes queued ops: ECANCELED */
+
+/* ---- handles (handle.c) ---------------------------------------------------------------- */
+
+/* dlock_last_error() of a call on a freed handle (handle.c, and submit.c, which checks it
+ * under the lock that orders it before the handle's free). */
+#define DLOCK__HANDLE_CLOSED_TEXT "the handle has been freed: it takes no more calls"
 
 /* ---- the client (client.c) -------------------------------------------------------------- */
 
@@ -227,10 +242,9 @@ struct dlock_client {
     int ready_status; /* 1 while unknown */
 };
 
-/* 64 random bits (getrandom), for backoff jitter and ids. */
-uint64_t dlock__random_u64(void);
+/* ---- randomness (random.c) ------------------------------------------------------------- */
 
-/* The link's first attempt finished (DLOCK_OK or its error): dlock_client_new returns. */
-void dlock__client_connect_outcome(dlock_client *c, int status);
+/* A random (version 4) UUID in out, the client id; -1 when the kernel has no entropy. */
+int dlock__random_uuid(char out[37]);
 
 #endif

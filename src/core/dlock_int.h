@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "dlock/client.h"
 #include "dlock/error.h"
@@ -55,8 +56,12 @@ void dlock__set_last_error(const char *text);
 int64_t dlock__now_ms(void); /* CLOCK_MONOTONIC */
 int64_t dlock__now_us(void);
 
+/* ---- randomness (random.c) ------------------------------------------------------------ */
+
 /* n random bytes from the kernel (getrandom), for ids that must not collide. */
 void dlock__random_bytes(void *buf, size_t n);
+/* 64 random bits, for jitter: reconnect backoff, a primitive's retry delays. */
+uint64_t dlock__random_u64(void);
 
 /* ---- the client's settings a primitive reads ------------------------------------------- */
 
@@ -65,6 +70,7 @@ int64_t dlock__client_watchdog_ms(const dlock_client *c);
  * the same for every client of one server and database, in every process. */
 const char *dlock__client_endpoint(const dlock_client *c);
 int64_t dlock__client_fair_wait_ms(const dlock_client *c);
+/* A line for the application's log_cb (log.c); nothing when it set none. Any layer. */
 void dlock__log(dlock_client *c, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* True once dlock_client_free() has begun: the loop runs nothing more, and the watchdog
@@ -95,7 +101,7 @@ char *dlock__name_suffixed(const char *name, const char *suffix);
 /* DLOCK_EINVAL (with a last-error text) unless name is a usable object name. */
 int dlock__check_name(const char *name);
 
-/* ---- replies (conn.c) ------------------------------------------------------------------ */
+/* ---- replies (reply.c) ----------------------------------------------------------------- */
 
 /* A server reply, valid only inside the callback that receives it. */
 typedef struct redisReply dlock__reply;
@@ -113,7 +119,7 @@ const char *dlock__reply_str(const dlock__reply *r, size_t *len); /* STRING/STAT
 size_t dlock__reply_count(const dlock__reply *r);                 /* ARRAY elements */
 const dlock__reply *dlock__reply_at(const dlock__reply *r, size_t i);
 
-/* ---- strict readers of counts (reply.c) ------------------------------------------------ */
+/* ---- strict readers of counts (reply.c; the op's texts in op_error.c) ------------------ */
 
 /* The integer in r: an INTEGER reply, or a STRING that is entirely a base-10 int64 as
  * Redis writes one (optional '-', no leading zero, no space, no '+', in range). DLOCK_OK
@@ -176,7 +182,7 @@ int dlock__op_submit(dlock__op *op);
  * thread's dlock_last_error() set to the op's detail. The op may be freed by complete. */
 void dlock__op_complete(dlock__op *op, int status);
 
-/* Record a failure's detail in op (printf-style); returns err. */
+/* Record a failure's detail in op (printf-style; op_error.c); returns err. */
 int dlock__op_fail(dlock__op *op, int err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -186,7 +192,7 @@ int dlock__op_fail(dlock__op *op, int err, const char *fmt, ...)
 void dlock__user_callback_enter(dlock_client *c);
 void dlock__user_callback_leave(dlock_client *c);
 
-/* ---- handles: a primitive's object and the ops in flight on it (submit.c) -------------- */
+/* ---- handles: a primitive's object and the ops in flight on it (handle.c) -------------- */
 
 /* Embedded in every primitive's handle (a lock, a semaphore, ...). Ops that work on the
  * handle keep it alive, so the application may free a handle with calls still in flight.
@@ -206,12 +212,27 @@ struct dlock__handle {
     struct dlock__waiter *waiters; /* waits on this handle, canceled when it is freed */
     dlock__op free_call;           /* a free made on the loop thread, queued (step 2) */
     dlock__op *free_waiter;        /* a blocking free waiting for step 4, or NULL */
-    void (*cancel)(dlock__handle *h);  /* loop thread: cancel waits, drop leases (may be NULL) */
     void (*destroy)(dlock__handle *h); /* free the memory; no I/O */
 };
 
-void dlock__handle_init(dlock__handle *h, dlock_client *c, void (*cancel)(dlock__handle *),
-                        void (*destroy)(dlock__handle *));
+/* Opens h on c; destroy frees its memory once it is gone (step 4). */
+void(dlock__handle_init)(dlock__handle *h, dlock_client *c, void (*destroy)(dlock__handle *));
+
+/* Transition: the handle's cancel hook is gone (a freed handle's waits are canceled by the
+ * engine, and nothing else was ever hooked). Callers still passing it, always NULL, reach
+ * this wrapper through the macro below; both go once src/lock and src/semaphore call the
+ * three-argument form. */
+static inline void dlock__handle_init_with_cancel(dlock__handle *h, dlock_client *c,
+                                                  void (*cancel)(dlock__handle *),
+                                                  void (*destroy)(dlock__handle *)) {
+    if (cancel)
+        abort(); /* nothing would call it */
+    (dlock__handle_init)(h, c, destroy);
+}
+#define DLOCK__HANDLE_INIT_PICK_(h, c, a, b, name, ...) name
+#define dlock__handle_init(...)                                                                    \
+    DLOCK__HANDLE_INIT_PICK_(__VA_ARGS__, dlock__handle_init_with_cancel, (dlock__handle_init),   \
+                             unused)(__VA_ARGS__)
 
 /* The free protocol of every primitive's *_free(), no I/O. On the loop thread it returns
  * at once and the handle goes on a later turn, after every callback of its ops; on any
@@ -289,8 +310,8 @@ int dlock__script(dlock_client *c, enum dlock__script_id script, unsigned flags,
  * tell "my earlier send already did it" from "it was never there". */
 int dlock__reply_sends(const dlock_client *c);
 
-/* Detail text of a failed command for an op: the error reply's text or a description of
- * status. */
+/* Detail text of a failed command for an op (op_error.c): the error reply's text or a
+ * description of status. */
 int dlock__op_fail_reply(dlock__op *op, int status, const dlock__reply *reply);
 
 /* ---- pub/sub (pubsub.c) ---------------------------------------------------------------- */
@@ -357,13 +378,9 @@ struct dlock__waiter {
     dlock__timer timer;
 };
 
-/* Start waiting on channel (kept by the primitive until done); the first attempt goes out
- * at once. wait_ms: 0 = one attempt,
- * DLOCK_FOREVER (-1) = no deadline. */
-void dlock__wait_start(dlock__waiter *w, dlock_client *c, const dlock__wait_ops *ops,
-                       const char *channel, int64_t wait_ms);
-
-/* As dlock__wait_start, for a wait on behalf of an op on handle h: freeing h cancels it. */
+/* Start waiting for an object on behalf of an op on handle h (freeing h cancels the wait).
+ * channel is where the object speaks, kept by the primitive until done. The first attempt
+ * goes out at once. wait_ms: 0 = one attempt, DLOCK_FOREVER (-1) = no deadline. */
 void dlock__wait_start_on(dlock__waiter *w, dlock__handle *h, const dlock__wait_ops *ops,
                           const char *channel, int64_t wait_ms);
 

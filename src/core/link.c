@@ -15,6 +15,8 @@
 
 #include <hiredis/adapters/libev.h>
 
+#include <hiredis/async.h>
+
 #include "core.h"
 
 /* Backoff after k consecutive failed attempts: retry_delay_ms * 2^(k-1), at most 8x, then
@@ -242,4 +244,39 @@ void dlock__link_close(dlock__link *link) {
     link->state = LINK_CLOSED;
     dlock__timer_stop(&link->client->sched, &link->timer);
     drop_context(link);
+}
+
+/* ---- the text of a permission error ------------------------------------------------- */
+
+/* The ACL pattern that grants channel and its siblings: the prefix before the name in
+ * braces ("redisson_lock__channel:{a}" -> "redisson_lock__channel:*"), else the channel. */
+static void channel_grant(const char *channel, char *buf, size_t size) {
+    const char *brace = strchr(channel, '{');
+    if (brace)
+        snprintf(buf, size, "&%.*s*", (int)(brace - channel), channel);
+    else
+        snprintf(buf, size, "&%s", channel);
+}
+
+void dlock__noperm_text(const dlock_client *c, const char *server_text, const char *channel,
+                        char *buf, size_t size) {
+    const char *user = c->endpoint.user ? c->endpoint.user : "default";
+    char grant[160];
+    if (channel) {
+        channel_grant(channel, grant, sizeof(grant));
+        snprintf(buf, size,
+                 "the ACL of user '%s' denies channel %s (NOPERM); grant it: ACL SETUSER %s %s "
+                 "(or allchannels)",
+                 user, channel, user, grant);
+        return;
+    }
+    const char *text = server_text ? server_text : "NOPERM";
+    /* a script's refusal ends with "script: <sha>, on @user_script:<line>.": noise here */
+    const char *noise = strstr(text, " script: ");
+    int text_len = noise ? (int)(noise - text) : (int)strlen(text);
+    const char *what = strstr(text, "channel") ? "allchannels (or &redisson_*)"
+                       : strstr(text, "key")   ? "~<the keys of the object>"
+                                               : "+<the command> (dlock needs +@scripting)";
+    snprintf(buf, size, "the ACL of user '%s' refused: %.*s; grant it: ACL SETUSER %s %s", user,
+             text_len, text, user, what);
 }

@@ -22,6 +22,8 @@
  * the refused one is then the oldest still unconfirmed. */
 #include <string.h>
 
+#include <hiredis/async.h>
+
 #include "core.h"
 
 enum channel_state { CH_IDLE, CH_SUBSCRIBING, CH_ACTIVE, CH_UNSUBSCRIBING, CH_REFUSED };

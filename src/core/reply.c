@@ -1,16 +1,65 @@
-/* reply.c — reading numbers out of server replies, strictly.
+/* reply.c — reading server replies: the one place where a dlock__reply is hiredis'
+ * redisReply, and where the core's reply types are tied to hiredis' numbering.
  *
- * A count kept in a Redis string (a semaphore's permits, a latch's count) is only a count
- * if it is a base-10 64-bit integer, as INCRBY writes and accepts. Anything else under the
- * name ("abc", "12abc", " 5", "1e3", "007", one past INT64_MAX) is another program's data: reading
- * it as 0 would take a garbage latch for finished or a garbage semaphore for empty. So a
- * primitive reads its counts here, and a value that is not an integer fails its call with
- * DLOCK_EREDIS and a text naming the key and what it holds. The readers own nothing; a
- * reply is valid only inside the callback that received it. */
+ * The accessors give a primitive what a reply holds without hiredis' header. The strict
+ * readers are for counts kept in a Redis string (a semaphore's permits, a latch's count):
+ * only a base-10 64-bit integer, as INCRBY writes and accepts, is a count. Anything else
+ * under the name ("abc", "12abc", " 5", "1e3", "007", one past INT64_MAX) is another
+ * program's data: reading it as 0 would take a garbage latch for finished or a garbage
+ * semaphore for empty, so the caller fails with DLOCK_EREDIS instead (op_error.c words it).
+ * The readers own nothing; a reply is valid only inside the callback that received it. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include <hiredis/hiredis.h>
+
 #include "core.h"
+
+/* DLOCK__REPLY_* are hiredis' own numbers, so dlock__reply_type() passes the type through;
+ * a hiredis that renumbered them would stop the build here instead of every reply. */
+_Static_assert(DLOCK__REPLY_STRING == REDIS_REPLY_STRING, "reply type STRING");
+_Static_assert(DLOCK__REPLY_ARRAY == REDIS_REPLY_ARRAY, "reply type ARRAY");
+_Static_assert(DLOCK__REPLY_INTEGER == REDIS_REPLY_INTEGER, "reply type INTEGER");
+_Static_assert(DLOCK__REPLY_NIL == REDIS_REPLY_NIL, "reply type NIL");
+_Static_assert(DLOCK__REPLY_STATUS == REDIS_REPLY_STATUS, "reply type STATUS");
+_Static_assert(DLOCK__REPLY_ERROR == REDIS_REPLY_ERROR, "reply type ERROR");
+
+/* ---- accessors ------------------------------------------------------------------------- */
+
+int dlock__reply_type(const dlock__reply *r) { return r ? r->type : DLOCK__REPLY_NIL; }
+
+long long dlock__reply_int(const dlock__reply *r) {
+    if (!r)
+        return 0;
+    if (r->type == REDIS_REPLY_INTEGER)
+        return r->integer;
+    if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS)
+        return strtoll(r->str, NULL, 10);
+    return 0;
+}
+
+const char *dlock__reply_str(const dlock__reply *r, size_t *len) {
+    if (!r || !(r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS ||
+                r->type == REDIS_REPLY_ERROR)) {
+        if (len)
+            *len = 0;
+        return NULL;
+    }
+    if (len)
+        *len = r->len;
+    return r->str;
+}
+
+size_t dlock__reply_count(const dlock__reply *r) {
+    return r && r->type == REDIS_REPLY_ARRAY ? r->elements : 0;
+}
+
+const dlock__reply *dlock__reply_at(const dlock__reply *r, size_t i) {
+    return i < dlock__reply_count(r) ? r->element[i] : NULL;
+}
+
+/* ---- strict readers ------------------------------------------------------------------- */
 
 /* s[0..len) is entirely a base-10 int64 as Redis writes one and INCRBY takes: an optional
  * '-', then digits without a leading zero ("0" alone), nothing else. */
@@ -86,26 +135,4 @@ void dlock__reply_describe(const dlock__reply *r, char *buf, size_t size) {
     default:
         snprintf(buf, size, "a reply of type %d", r->type);
     }
-}
-
-int dlock__op_read_count(dlock__op *op, const dlock__reply *r, bool nil_is_zero,
-                         const char *what, const char *key, int64_t *out) {
-    if (nil_is_zero && dlock__reply_type(r) == DLOCK__REPLY_NIL) {
-        *out = 0;
-        return DLOCK_OK;
-    }
-    if (dlock__reply_int64(r, out) == DLOCK_OK)
-        return DLOCK_OK;
-    char held[64];
-    dlock__reply_describe(r, held, sizeof(held));
-    return dlock__op_fail(op, DLOCK_EREDIS, "%s %s holds %s, not an integer count", what, key,
-                          held);
-}
-
-int dlock__op_bad_reply(dlock__op *op, const dlock__reply *r, const char *what,
-                        const char *key) {
-    char got[64];
-    dlock__reply_describe(r, got, sizeof(got));
-    return dlock__op_fail(op, DLOCK_EREDIS, "%s %s: unexpected reply from Redis: %s", what, key,
-                          got);
 }

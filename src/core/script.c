@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <hiredis/async.h>
+
 #include "core.h"
 
 #ifndef DLOCK__HAVE_SCRIPTS

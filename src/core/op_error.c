@@ -1,0 +1,65 @@
+/* op_error.c — the detail of an op's failure, the text dlock_last_error() gives its caller.
+ *
+ * An op's text is written where the failure is understood: a primitive's own words
+ * (dlock__op_fail), a failed command's reply or the connection's last error
+ * (dlock__op_fail_reply), a count that is not one, a reply of the wrong shape. The texts
+ * read the transport's state (the command link's last error, the subscriber's refused
+ * channel) but call nothing above the transport, so that the submit door and the handle
+ * life cycle can both use them. */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "core.h"
+
+int dlock__op_fail(dlock__op *op, int err, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(op->error_text, sizeof(op->error_text), fmt, ap);
+    va_end(ap);
+    return err;
+}
+
+int dlock__op_fail_reply(dlock__op *op, int status, const dlock__reply *reply) {
+    dlock_client *c = op->client;
+    const char *server_text =
+        dlock__reply_type(reply) == DLOCK__REPLY_ERROR ? dlock__reply_str(reply, NULL) : NULL;
+    if (status == DLOCK_ENOPERM) {
+        /* from a command's reply, the command link's handshake, or (no reply and the command
+         * link fine) a refused SUBSCRIBE of a wait */
+        char text[sizeof(op->error_text)];
+        if (!server_text && c->conn.link.last_error == DLOCK_ENOPERM)
+            server_text = c->conn.link.last_error_text;
+        if (server_text)
+            dlock__noperm_text(c, server_text, NULL, text, sizeof(text));
+        else
+            snprintf(text, sizeof(text), "%s", c->pubsub.refused_text);
+        return dlock__op_fail(op, status, "%s", text[0] ? text : dlock_strerror(status));
+    }
+    if (status == DLOCK_EREDIS && server_text)
+        return dlock__op_fail(op, status, "%s", server_text);
+    if ((status == DLOCK_ECONN || status == DLOCK_EAUTH) && c->conn.link.last_error_text[0])
+        return dlock__op_fail(op, status, "%s", c->conn.link.last_error_text);
+    return dlock__op_fail(op, status, "%s", dlock_strerror(status));
+}
+
+int dlock__op_read_count(dlock__op *op, const dlock__reply *r, bool nil_is_zero,
+                         const char *what, const char *key, int64_t *out) {
+    if (nil_is_zero && dlock__reply_type(r) == DLOCK__REPLY_NIL) {
+        *out = 0;
+        return DLOCK_OK;
+    }
+    if (dlock__reply_int64(r, out) == DLOCK_OK)
+        return DLOCK_OK;
+    char held[64];
+    dlock__reply_describe(r, held, sizeof(held));
+    return dlock__op_fail(op, DLOCK_EREDIS, "%s %s holds %s, not an integer count", what, key,
+                          held);
+}
+
+int dlock__op_bad_reply(dlock__op *op, const dlock__reply *r, const char *what,
+                        const char *key) {
+    char got[64];
+    dlock__reply_describe(r, got, sizeof(got));
+    return dlock__op_fail(op, DLOCK_EREDIS, "%s %s: unexpected reply from Redis: %s", what, key,
+                          got);
+}
