@@ -11,6 +11,7 @@
 
 #include "dlock/client.h"
 #include "dlock/export.h"
+#include "dlock/timeouts.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -41,7 +42,7 @@ DLOCK_EXTERN int dlock_latch_count_down(dlock_latch *l);
 DLOCK_EXTERN int dlock_latch_count(dlock_latch *l, int64_t *out);
 
 /* Waits until the count is zero: DLOCK_OK, or DLOCK_ETIMEDOUT after wait_ms (0 = look
- * once, -1 = no limit). Woken by the message of the last count down, and re-checks on a
+ * once, DLOCK_FOREVER = no limit). Woken by the message of the last count down, and re-checks on a
  * timer too, so a lost message delays it but never blocks it forever. */
 DLOCK_EXTERN int dlock_latch_await(dlock_latch *l, int64_t wait_ms);
 

@@ -34,6 +34,7 @@
 
 #include "dlock/client.h"
 #include "dlock/export.h"
+#include "dlock/timeouts.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -67,7 +68,7 @@ DLOCK_EXTERN int dlock_semaphore_add_permits(dlock_semaphore *s, int64_t delta);
 DLOCK_EXTERN int dlock_semaphore_acquire(dlock_semaphore *s, int64_t permits);
 
 /* Like acquire, giving up with DLOCK_ETIMEDOUT after wait_ms (0 = one attempt,
- * DLOCK_FOREVER = no limit, from dlock/lock.h: -1). */
+ * DLOCK_FOREVER = no limit; dlock/timeouts.h). */
 DLOCK_EXTERN int dlock_semaphore_try_acquire(dlock_semaphore *s, int64_t permits,
                                              int64_t wait_ms);
 
@@ -113,9 +114,9 @@ DLOCK_EXTERN void dlock_permits_free(dlock_permits *p);
 DLOCK_EXTERN int dlock_permits_try_set_permits(dlock_permits *p, int64_t permits,
                                                bool *was_set);
 
-/* Takes one permit, waiting up to wait_ms (0 = one attempt, -1 = no limit), and writes its
- * id to *out. lease_ms > 0: the permit comes back by itself after that long; -1: it is
- * held until released. DLOCK_ETIMEDOUT. A waiter on an empty pool wakes when a permit is
+/* Takes one permit, waiting up to wait_ms (0 = one attempt, DLOCK_FOREVER = no limit), and
+ * writes its id to *out. lease_ms > 0: the permit comes back by itself after that long;
+ * -1: it is held until released. DLOCK_ETIMEDOUT. A waiter on an empty pool wakes when a permit is
  * released or the earliest lease ends. On DLOCK_ECONN *out is written too: the permit may
  * have been taken before the connection failed, and releasing that id gives it back (or
  * says DLOCK_ENOTOWNER if it was not taken). */
