@@ -13,36 +13,28 @@
  * call is safe to resend: an acquire that finds its id already holding a permit was
  * applied by an earlier send. A waiter on an empty pool is told when the earliest lease
  * ends and looks again then, not later. */
-#include <stdlib.h>
-#include <string.h>
-
-#include "dlock/lock.h"
 #include "dlock/semaphore.h"
-#include "dlock_int.h"
+#include "dlock_object.h"
 
 #define ID_BYTES 16
 
 struct dlock_permits {
-    dlock__handle handle;
-    dlock_client *client;
-    char *name;
-    char *timeout_key;
-    char *channel;
+    dlock__object obj; /* keys[0]: {N}:timeout */
 };
 
-typedef struct permits_op {
-    dlock__op op;
-    dlock_permits *permits;
-    const char *what; /* the permits.lua operation */
+/* The permits.lua operations (its ARGV[1]). */
+enum permits_op { OP_SET, OP_ACQUIRE, OP_RELEASE, OP_LEASE, OP_AVAILABLE };
+static const char *const op_names[] = {
+    [OP_SET] = "set",     [OP_ACQUIRE] = "acquire",     [OP_RELEASE] = "release",
+    [OP_LEASE] = "lease", [OP_AVAILABLE] = "available",
+};
+
+/* A call with a permit's id: acquire (drawn before its first send), release, lease. */
+typedef struct permits_call {
+    dlock__call call; /* number: permits for set; lease for acquire and lease */
     unsigned char id[ID_BYTES];
-    int64_t number; /* permits for 'set'; lease for 'acquire' and 'lease' */
-    int64_t wait_ms;
-    dlock__waiter waiter;
-    int64_t out;
-    dlock_permit_id out_id;
-    dlock_permits_cb cb;
-    void *arg;
-} permits_op;
+    dlock_permit_id hex;
+} permits_call;
 
 /* ---- ids -------------------------------------------------------------------------------- */
 
@@ -82,139 +74,89 @@ static int id_from_hex(const dlock_permit_id *id, unsigned char out[ID_BYTES]) {
 
 /* ---- handle ----------------------------------------------------------------------------- */
 
-static void permits_destroy(dlock__handle *h) {
-    dlock_permits *p = DLOCK__CONTAINER_OF(h, dlock_permits, handle);
-    dlock__free(p->name);
-    dlock__free(p->timeout_key);
-    dlock__free(p->channel);
-    dlock__free(p);
+static void deliver(dlock__call *call, int status) {
+    permits_call *pc = (permits_call *)call;
+    if (status == DLOCK_OK && call->kind == OP_ACQUIRE)
+        id_to_hex(pc->id, &pc->hex);
+    ((dlock_permits_cb)call->cb)((dlock_permits *)call->obj, status,
+                                 status == DLOCK_OK ? &pc->hex : NULL, call->arg);
 }
 
+static const dlock__object_class permits_class = {
+    .what = "permits",
+    .size = sizeof(dlock_permits),
+    .channel = {DLOCK__KEY_PREFIXED, "redisson_sc"},
+    .keys = {{DLOCK__KEY_SUFFIXED, "timeout"}},
+    .deliver = deliver,
+};
+
 int dlock_permits_new(dlock_client *c, const char *name, dlock_permits **out) {
-    if (!c || !out)
-        return dlock__fail(DLOCK_EINVAL, "%s is NULL", c ? "out" : "client");
-    int rc = dlock__check_name(name);
-    if (rc != DLOCK_OK)
-        return rc;
-    dlock_permits *p = dlock__calloc(1, sizeof(*p));
-    if (!p)
-        return dlock__fail(DLOCK_ENOMEM, "out of memory");
-    dlock__handle_init(&p->handle, c, NULL, permits_destroy);
-    p->client = c;
-    p->name = dlock__strdup(name);
-    p->timeout_key = dlock__name_suffixed(name, "timeout");
-    p->channel = dlock__name_prefixed("redisson_sc", name);
-    if (!p->name || !p->timeout_key || !p->channel) {
-        permits_destroy(&p->handle);
-        return dlock__fail(DLOCK_ENOMEM, "out of memory");
-    }
-    *out = p;
-    return DLOCK_OK;
+    return dlock__object_new(c, name, &permits_class, (void **)out);
 }
 
 void dlock_permits_free(dlock_permits *p) {
-    if (p)
-        dlock__handle_free(&p->handle);
+    dlock__object_free((dlock__object *)p);
 }
 
 /* ---- the script ------------------------------------------------------------------------- */
 
 /* Every permits.lua call: the three keys, the operation, its arguments. All are safe to
  * resend (see above). */
-static int send(permits_op *op, dlock__reply_fn fn) {
-    dlock_permits *p = op->permits;
+static int send_permits(dlock__call *call) {
     dlock__args a = {0};
-    dlock__args_str(&a, p->name);
-    dlock__args_str(&a, p->timeout_key);
-    dlock__args_str(&a, p->channel);
-    dlock__args_str(&a, op->what);
-    if (strcmp(op->what, "set") == 0) {
-        dlock__args_int(&a, op->number);
-    } else if (strcmp(op->what, "available") != 0) {
-        dlock__args_bin(&a, op->id, ID_BYTES);
-        if (strcmp(op->what, "release") != 0)
-            dlock__args_int(&a, op->number);
+    dlock__args_str(&a, call->obj->name);
+    dlock__args_str(&a, call->obj->keys[0]);
+    dlock__args_str(&a, call->obj->channel);
+    dlock__args_str(&a, op_names[call->kind]);
+    switch ((enum permits_op)call->kind) {
+    case OP_SET:
+        dlock__args_int(&a, call->number);
+        break;
+    case OP_ACQUIRE:
+    case OP_LEASE:
+        dlock__args_bin(&a, ((permits_call *)call)->id, ID_BYTES);
+        dlock__args_int(&a, call->number);
+        break;
+    case OP_RELEASE:
+        dlock__args_bin(&a, ((permits_call *)call)->id, ID_BYTES);
+        break;
+    case OP_AVAILABLE:
+        break;
     }
-    return dlock__script(p->client, DLOCK__SCRIPT_SEMAPHORE_PERMITS, DLOCK__CMD_RETRY_SAFE, fn,
-                         op, 3, a.n, a.v, a.len);
+    return dlock__call_script(call, DLOCK__SCRIPT_SEMAPHORE_PERMITS, DLOCK__CMD_RETRY_SAFE, 3, &a);
 }
 
-/* 'set', 'release', 'lease', 'available': one number back. */
-static void on_reply(dlock_client *c, int status, const dlock__reply *reply, void *arg) {
-    permits_op *op = arg;
-    if (status != DLOCK_OK) {
-        dlock__op_end_reply(&op->op, status, reply);
-        return;
-    }
-    if (dlock__reply_int64(reply, &op->out) != DLOCK_OK) {
-        dlock__op_end(&op->op, dlock__op_bad_reply(&op->op, reply, "permits", op->permits->name));
-        return;
-    }
-    bool by_id = strcmp(op->what, "release") == 0 || strcmp(op->what, "lease") == 0;
-    if (by_id && op->out == 0) {
-        if (strcmp(op->what, "release") == 0 && dlock__reply_sends(c) > 1) {
-            dlock__op_end(&op->op, DLOCK_OK); /* an earlier send released it */
-            return;
-        }
-        dlock__op_fail(&op->op, DLOCK_ENOTOWNER, "permit %s of %s is unknown, released or expired",
-                       op->out_id.hex, op->permits->name);
-        dlock__op_end(&op->op, DLOCK_ENOTOWNER);
-        return;
-    }
-    dlock__op_end(&op->op, DLOCK_OK);
+/* set and available: one number back. */
+static const dlock__call_class count_call = {.send = send_permits};
+
+/* release and lease: 1 done, 0 the id holds no permit. */
+static int judge_by_id(dlock__call *call, const dlock__reply *reply) {
+    int rc = dlock__call_read_int(call, reply);
+    if (rc != DLOCK_OK || call->out != 0)
+        return rc;
+    if (call->kind == OP_RELEASE && call->sends > 1)
+        return DLOCK_OK; /* an earlier send released it */
+    return dlock__op_fail(&call->op, DLOCK_ENOTOWNER,
+                          "permit %s of %s is unknown, released or expired",
+                          ((permits_call *)call)->hex.hex, call->obj->name);
 }
 
-static void call_start(dlock__op *o) {
-    permits_op *op = (permits_op *)o;
-    if (!dlock__op_begin(o))
-        return;
-    int rc = send(op, on_reply);
-    if (rc != DLOCK_OK)
-        dlock__op_end_reply(o, rc, NULL);
-}
+static const dlock__call_class by_id_call = {.send = send_permits, .judge = judge_by_id};
 
 /* ---- waiting acquire -------------------------------------------------------------------- */
 
-static void on_acquire_reply(dlock_client *c, int status, const dlock__reply *reply, void *arg) {
-    (void)c;
-    permits_op *op = arg;
-    if (status != DLOCK_OK) {
-        dlock__op_fail_reply(&op->op, status, reply);
-        dlock__wait_result(&op->waiter, status, -1);
-        return;
-    }
+/* {1} taken; {0, hint} none free: look again when the earliest lease ends (hint ms; a
+ * message may come sooner). */
+static int judge_acquire(dlock__call *call, const dlock__reply *reply) {
     int64_t taken, hint;
     if (dlock__reply_int64_at(reply, 0, &taken) != DLOCK_OK ||
-        (taken != 1 && dlock__reply_int64_at(reply, 1, &hint) != DLOCK_OK)) {
-        status = dlock__op_bad_reply(&op->op, reply, "permits", op->permits->name);
-        dlock__wait_result(&op->waiter, status, -1);
-        return;
-    }
-    if (taken == 1) {
-        dlock__wait_result(&op->waiter, DLOCK_OK, -1);
-        return;
-    }
-    /* none free: look again when the earliest lease ends (a message may come sooner) */
-    if (hint < 0 || hint > DLOCK__RECHECK_MS)
-        hint = DLOCK__RECHECK_MS;
-    dlock__wait_result(&op->waiter, DLOCK__BUSY, hint);
-}
-
-static void acquire_attempt(dlock__waiter *w) {
-    permits_op *op = DLOCK__CONTAINER_OF(w, permits_op, waiter);
-    int rc = send(op, on_acquire_reply);
-    if (rc != DLOCK_OK) {
-        dlock__op_fail(&op->op, rc, "%s", dlock_strerror(rc));
-        dlock__wait_result(w, rc, -1);
-    }
-}
-
-static void acquire_done(dlock__waiter *w, int status) {
-    permits_op *op = DLOCK__CONTAINER_OF(w, permits_op, waiter);
-    if (status == DLOCK_ETIMEDOUT)
-        dlock__op_fail(&op->op, status, "no permit of %s available in time",
-                       op->permits->name);
-    dlock__op_end(&op->op, status);
+        (taken != 1 && dlock__reply_int64_at(reply, 1, &hint) != DLOCK_OK))
+        return dlock__call_bad_reply(call, reply);
+    if (taken == 1)
+        return DLOCK_OK;
+    if (hint >= 0 && hint < call->hint_ms)
+        call->hint_ms = hint;
+    return DLOCK__BUSY;
 }
 
 static int64_t need_one(const dlock__waiter *w) {
@@ -222,29 +164,23 @@ static int64_t need_one(const dlock__waiter *w) {
     return 1;
 }
 
-static const dlock__wait_ops acquire_wait_ops = {
-    .attempt = acquire_attempt,
-    .done = acquire_done,
-    .supply = dlock__message_count,
-    .need = need_one,
-};
-
-static void acquire_start(dlock__op *o) {
-    permits_op *op = (permits_op *)o;
-    if (!dlock__op_begin(o))
-        return;
-    dlock__wait_start_on(&op->waiter, &op->permits->handle, &acquire_wait_ops,
-                         op->permits->channel, op->wait_ms);
+static void acquire_timed_out(dlock__call *call) {
+    dlock__op_fail(&call->op, DLOCK_ETIMEDOUT, "no permit of %s available in time",
+                   call->obj->name);
 }
+
+static const dlock__call_class acquire_call = {
+    .send = send_permits,
+    .judge = judge_acquire,
+    .waits = true,
+    .need = need_one,
+    .timed_out = acquire_timed_out,
+};
 
 /* ---- the public calls ------------------------------------------------------------------- */
 
-static void op_init(permits_op *op, dlock_permits *p, dlock__op_fn start, const char *what) {
-    memset(op, 0, sizeof(*op));
-    dlock__op_init(&op->op, p->client, start);
-    op->op.handle = &p->handle;
-    op->permits = p;
-    op->what = what;
+static int check(const dlock_permits *p) {
+    return p ? DLOCK_OK : dlock__fail(DLOCK_EINVAL, "permits is NULL");
 }
 
 static int check_lease(int64_t lease_ms) {
@@ -254,129 +190,101 @@ static int check_lease(int64_t lease_ms) {
 }
 
 static int check_acquire(const dlock_permits *p, int64_t wait_ms, int64_t lease_ms) {
-    if (!p)
-        return dlock__fail(DLOCK_EINVAL, "permits is NULL");
-    if (wait_ms < 0 && wait_ms != DLOCK_FOREVER)
-        return dlock__fail(DLOCK_EINVAL, "wait_ms must be >= 0 or DLOCK_FOREVER");
-    return check_lease(lease_ms);
+    int rc = check(p);
+    if (rc == DLOCK_OK)
+        rc = dlock__check_wait_ms(wait_ms);
+    return rc ? rc : check_lease(lease_ms);
 }
 
-int dlock_permits_try_set_permits(dlock_permits *p, int64_t permits, bool *was_set) {
-    if (!p)
-        return dlock__fail(DLOCK_EINVAL, "permits is NULL");
-    if (permits < 0)
-        return dlock__fail(DLOCK_EINVAL, "permits must not be negative");
-    permits_op op;
-    op_init(&op, p, call_start, "set");
-    op.number = permits;
-    int rc = dlock__op_run(&op.op);
-    if (rc == DLOCK_OK && was_set)
-        *was_set = op.out == 1;
+/* The id of a call: drawn for an acquire (before its first send), else read from the
+ * caller's hex, which is kept for the error text. */
+static int set_id(permits_call *pc, const dlock_permit_id *id) {
+    if (pc->call.kind == OP_ACQUIRE) {
+        dlock__random_bytes(pc->id, ID_BYTES);
+        return DLOCK_OK;
+    }
+    int rc = id_from_hex(id, pc->id);
+    if (rc == DLOCK_OK)
+        pc->hex = *id;
     return rc;
+}
+
+/* The blocking face of a call with an id; *out (may be NULL) gets the id. */
+static int run_with_id(dlock_permits *p, dlock__call_args args, const dlock_permit_id *id,
+                       dlock_permit_id *out) {
+    permits_call pc;
+    dlock__call_init(&pc.call, &p->obj, &args);
+    int rc = set_id(&pc, id);
+    if (rc != DLOCK_OK)
+        return rc;
+    rc = dlock__op_run(&pc.call.op);
+    /* On DLOCK_ECONN the permit may have been taken all the same: with its id the caller
+     * can give it back (a release by id is safe to repeat, and says ENOTOWNER if not). */
+    if (out && (rc == DLOCK_OK || rc == DLOCK_ECONN))
+        id_to_hex(pc.id, out);
+    return rc;
+}
+
+/* The async face of a call with an id. */
+static int submit_with_id(dlock_permits *p, dlock__call_args args, const dlock_permit_id *id,
+                          dlock_permits_cb cb, void *arg) {
+    dlock__call *call;
+    int rc = dlock__call_new(sizeof(permits_call), &p->obj, &args, (dlock__user_cb)cb, arg, &call);
+    if (rc == DLOCK_OK && (rc = set_id((permits_call *)call, id)) != DLOCK_OK)
+        dlock__free(call);
+    return rc ? rc : dlock__call_submit(call);
+}
+
+static dlock__call_args acquire_args(int64_t wait_ms, int64_t lease_ms) {
+    return (dlock__call_args){
+        .cls = &acquire_call, .kind = OP_ACQUIRE, .number = lease_ms, .wait_ms = wait_ms};
+}
+
+static const dlock__call_args release_args = {.cls = &by_id_call, .kind = OP_RELEASE};
+
+int dlock_permits_try_set_permits(dlock_permits *p, int64_t permits, bool *was_set) {
+    dlock__call_args args = {.cls = &count_call, .kind = OP_SET, .number = permits};
+    int rc = check(p);
+    if (rc == DLOCK_OK && permits < 0)
+        rc = dlock__fail(DLOCK_EINVAL, "permits must not be negative");
+    return rc ? rc : dlock__call_run_bool(&p->obj, args, was_set);
 }
 
 int dlock_permits_acquire(dlock_permits *p, int64_t wait_ms, int64_t lease_ms,
                           dlock_permit_id *out) {
     int rc = check_acquire(p, wait_ms, lease_ms);
-    if (rc != DLOCK_OK)
-        return rc;
-    if (!out)
-        return dlock__fail(DLOCK_EINVAL, "out is NULL");
-    permits_op op;
-    op_init(&op, p, acquire_start, "acquire");
-    op.number = lease_ms;
-    op.wait_ms = wait_ms;
-    dlock__random_bytes(op.id, ID_BYTES);
-    rc = dlock__op_run(&op.op);
-    /* On DLOCK_ECONN the permit may have been taken all the same: with its id the caller
-     * can give it back (a release by id is safe to repeat, and says ENOTOWNER if not). */
-    if (rc == DLOCK_OK || rc == DLOCK_ECONN)
-        id_to_hex(op.id, out);
-    return rc;
-}
-
-static int run_by_id(dlock_permits *p, const dlock_permit_id *id, const char *what,
-                     int64_t lease_ms) {
-    if (!p)
-        return dlock__fail(DLOCK_EINVAL, "permits is NULL");
-    permits_op op;
-    op_init(&op, p, call_start, what);
-    int rc = id_from_hex(id, op.id);
-    if (rc != DLOCK_OK)
-        return rc;
-    op.out_id = *id;
-    op.number = lease_ms;
-    return dlock__op_run(&op.op);
+    if (rc == DLOCK_OK && !out)
+        rc = dlock__fail(DLOCK_EINVAL, "out is NULL");
+    return rc ? rc : run_with_id(p, acquire_args(wait_ms, lease_ms), NULL, out);
 }
 
 int dlock_permits_release(dlock_permits *p, const dlock_permit_id *id) {
-    return run_by_id(p, id, "release", 0);
+    int rc = check(p);
+    return rc ? rc : run_with_id(p, release_args, id, NULL);
 }
 
 int dlock_permits_update_lease(dlock_permits *p, const dlock_permit_id *id, int64_t lease_ms) {
+    dlock__call_args args = {.cls = &by_id_call, .kind = OP_LEASE, .number = lease_ms};
     int rc = check_lease(lease_ms);
-    return rc ? rc : run_by_id(p, id, "lease", lease_ms);
+    if (rc == DLOCK_OK)
+        rc = check(p);
+    return rc ? rc : run_with_id(p, args, id, NULL);
 }
 
 int dlock_permits_available(dlock_permits *p, int64_t *out) {
-    if (!p || !out)
-        return dlock__fail(DLOCK_EINVAL, "%s is NULL", p ? "out" : "permits");
-    permits_op op;
-    op_init(&op, p, call_start, "available");
-    int rc = dlock__op_run(&op.op);
-    if (rc == DLOCK_OK)
-        *out = op.out;
-    return rc;
-}
-
-static void async_complete(dlock__op *o) {
-    permits_op *op = (permits_op *)o;
-    if (o->status == DLOCK_OK && strcmp(op->what, "acquire") == 0)
-        id_to_hex(op->id, &op->out_id);
-    op->cb(op->permits, o->status, o->status == DLOCK_OK ? &op->out_id : NULL, op->arg);
-    dlock__free(op);
-}
-
-static int submit(permits_op *op, dlock_permits_cb cb, void *arg) {
-    op->cb = cb;
-    op->arg = arg;
-    op->op.complete = async_complete;
-    int rc = dlock__op_submit(&op->op);
-    if (rc != DLOCK_OK)
-        dlock__free(op);
-    return rc;
+    dlock__call_args args = {.cls = &count_call, .kind = OP_AVAILABLE};
+    int rc = out ? check(p) : dlock__fail(DLOCK_EINVAL, "out is NULL");
+    return rc ? rc : dlock__call_run(&p->obj, args, out);
 }
 
 int dlock_permits_acquire_async(dlock_permits *p, int64_t wait_ms, int64_t lease_ms,
                                 dlock_permits_cb cb, void *arg) {
     int rc = check_acquire(p, wait_ms, lease_ms);
-    if (rc != DLOCK_OK)
-        return rc;
-    if (!cb)
-        return dlock__fail(DLOCK_EINVAL, "cb is NULL");
-    permits_op *op = dlock__malloc(sizeof(*op));
-    if (!op)
-        return dlock__fail(DLOCK_ENOMEM, "out of memory");
-    op_init(op, p, acquire_start, "acquire");
-    op->number = lease_ms;
-    op->wait_ms = wait_ms;
-    dlock__random_bytes(op->id, ID_BYTES);
-    return submit(op, cb, arg);
+    return rc ? rc : submit_with_id(p, acquire_args(wait_ms, lease_ms), NULL, cb, arg);
 }
 
-int dlock_permits_release_async(dlock_permits *p, const dlock_permit_id *id,
-                                dlock_permits_cb cb, void *arg) {
-    if (!p || !cb)
-        return dlock__fail(DLOCK_EINVAL, "%s is NULL", p ? "cb" : "permits");
-    unsigned char raw[ID_BYTES];
-    int rc = id_from_hex(id, raw);
-    if (rc != DLOCK_OK)
-        return rc;
-    permits_op *op = dlock__malloc(sizeof(*op));
-    if (!op)
-        return dlock__fail(DLOCK_ENOMEM, "out of memory");
-    op_init(op, p, call_start, "release");
-    memcpy(op->id, raw, ID_BYTES);
-    op->out_id = *id;
-    return submit(op, cb, arg);
+int dlock_permits_release_async(dlock_permits *p, const dlock_permit_id *id, dlock_permits_cb cb,
+                                void *arg) {
+    int rc = check(p);
+    return rc ? rc : submit_with_id(p, release_args, id, cb, arg);
 }
