@@ -17,7 +17,6 @@
 #include <string.h>
 
 #include "core.h"
-#include "dlock/adapters/libev.h"
 
 #define DEFAULT_URL "redis://127.0.0.1:6379"
 
@@ -100,17 +99,16 @@ static void close_all(dlock_client *c) {
     dlock__sched_close(&c->sched);
 }
 
-static void on_stop(struct ev_loop *loop, ev_async *w, int revents) {
-    (void)revents;
-    dlock_client *c = DLOCK__CONTAINER_OF(w, dlock_client, stop_async);
-    ev_async_stop(loop, w);
+static void on_stop(void *arg) {
+    dlock_client *c = arg;
+    dlock__loop_wake_stop(c->loop, &c->stop_wake);
     close_all(c);
-    ev_break(loop, EVBREAK_ALL);
+    dlock__loop_break(c->loop);
 }
 
 static void *io_thread_main(void *arg) {
     dlock_client *c = arg;
-    ev_run(c->loop, 0);
+    dlock__loop_run(c->loop);
     return NULL;
 }
 
@@ -185,7 +183,7 @@ static void client_destroy(dlock_client *c) {
     dlock__map_each(&c->shared, destroy_leftover, NULL);
     dlock__map_free(&c->shared);
     if (c->own_loop && c->loop)
-        ev_loop_destroy(c->loop);
+        dlock__loop_free(c->loop);
     dlock__endpoint_free(&c->endpoint);
     dlock__free(c->script_sha);
     pthread_mutex_destroy(&c->ready_mu);
@@ -205,7 +203,7 @@ static void on_connect_outcome(dlock__conn *conn, int status) {
     pthread_mutex_unlock(&c->ready_mu);
 }
 
-static int client_create(const dlock_options *o, struct ev_loop *loop, dlock_client **out) {
+static int client_create(const dlock_options *o, dlock__loop *loop, dlock_client **out) {
     dlock_options opts;
     dlock__endpoint ep;
     int rc = take_options(o, &opts, &ep);
@@ -233,7 +231,7 @@ static int client_create(const dlock_options *o, struct ev_loop *loop, dlock_cli
         return dlock__fail(DLOCK_ENOMEM, "out of memory or no entropy for the client id");
     }
     c->own_loop = loop == NULL;
-    c->loop = loop ? loop : ev_loop_new(EVFLAG_AUTO);
+    c->loop = loop ? loop : dlock__loop_new();
     if (!c->loop) {
         client_destroy(c);
         return dlock__fail(DLOCK_ENOMEM, "cannot create an event loop");
@@ -245,14 +243,14 @@ static int client_create(const dlock_options *o, struct ev_loop *loop, dlock_cli
     dlock__pubsub_init(&c->pubsub, c);
     dlock__waits_init(&c->waits);
     dlock__renew_init(&c->renew, c);
-    ev_async_init(&c->stop_async, on_stop);
+    dlock__loop_wake_init(&c->stop_wake, on_stop, c);
     *out = c;
     return DLOCK_OK;
 }
 
 /* Stops the I/O thread after closing everything on it, and frees c. */
 static void stop_and_destroy(dlock_client *c) {
-    ev_async_send(c->loop, &c->stop_async);
+    dlock__loop_wake_send(c->loop, &c->stop_wake);
     pthread_join(c->io_thread, NULL);
     client_destroy(c);
 }
@@ -264,7 +262,7 @@ int dlock_client_new(const dlock_options *o, dlock_client **out) {
     int rc = client_create(o, NULL, &c);
     if (rc != DLOCK_OK)
         return rc;
-    ev_async_start(c->loop, &c->stop_async);
+    dlock__loop_wake_start(c->loop, &c->stop_wake);
     /* The loop does not run yet: starting the connection from this thread is safe, and
      * pthread_create orders it before everything the I/O thread does. */
     dlock__link_start(&c->conn.link);
@@ -290,7 +288,7 @@ int dlock_client_new(const dlock_options *o, dlock_client **out) {
     return DLOCK_OK;
 }
 
-int dlock_client_new_on_loop(const dlock_options *o, struct ev_loop *loop, dlock_client **out) {
+int dlock_client_new_on_loop(const dlock_options *o, dlock__loop *loop, dlock_client **out) {
     if (!out || !loop)
         return dlock__fail(DLOCK_EINVAL, "%s is NULL", out ? "loop" : "out");
     dlock_client *c;

@@ -2,19 +2,36 @@
  *
  * Primitives never include this header (they see dlock_int.h). Here live the client
  * struct and the parts it is made of: the scheduler, the connection links, the command
- * queue, the pub/sub router, the waiting engine's queues and the watchdog registry. */
+ * queue, the pub/sub router, the waiting engine's queues and the watchdog registry.
+ *
+ * The files of src/core stand in layers, lowest first. A file calls functions of its own
+ * layer or a lower one, never of a higher one, and no files call one another around a
+ * circle; a lower file that must reach up is given a hook (the connect outcome is the
+ * client's hook on the conn). scripts/check-layers.py (`make lint`) reads this table:
+ *
+ *   layer base:      alloc error log random map owner url loop_ev sched
+ *   layer transport: link script conn pubsub reply
+ *   layer engines:   op_error submit wait handle renew object
+ *   layer client:    client
+ *
+ * base: memory, error texts and the clock, the log line, randomness, the hash map, owner
+ * ids and key names, URLs, the loop adapter (the one file that includes <ev.h>) and the
+ * timer heap. transport: a connection with its handshake and reconnects, the script
+ * registry, the command connection, the subscriber connection and its channel router,
+ * replies (the only files that include hiredis). engines: an op's failure texts, the
+ * submit door, the waiting engine, the handle life cycle, the watchdog, the object-and-
+ * call helper of non-lock primitives. client: assembles them; the public faces. */
 #ifndef DLOCK_CORE_H
 #define DLOCK_CORE_H
 
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include <ev.h>
-#include <hiredis/async.h>
-#include <hiredis/hiredis.h>
-
 #include "dlock_int.h"
+#include "loop.h"
 #include "map.h"
+
+struct redisAsyncContext; /* hiredis: only the transport's files include it */
 
 /* ---- connection endpoint (url.c) -------------------------------------------------------- */
 
@@ -44,26 +61,26 @@ const char *dlock__endpoint_describe(const dlock__endpoint *ep, char *buf, size_
 
 /* ---- the scheduler (sched.c) ------------------------------------------------------------ */
 
-/* Every timer of a client lives in one binary heap driven by one ev_timer. Timers due at
+/* Every timer of a client lives in one binary heap driven by one loop timer. Timers due at
  * the same millisecond fire in the order they were started. */
 
 typedef struct dlock__sched {
-    struct ev_loop *loop;
-    ev_timer watcher;
+    dlock__loop *loop; /* NULL: no loop, a test drives dlock__sched_run_due */
+    dlock__loop_timer watcher;
     dlock__timer **heap;
     size_t count, cap;
     uint64_t next_seq;
     int64_t (*now_ms)(void); /* the clock; tests may replace it */
 } dlock__sched;
 
-void dlock__sched_init(dlock__sched *s, struct ev_loop *loop);
+void dlock__sched_init(dlock__sched *s, dlock__loop *loop);
 void dlock__sched_close(dlock__sched *s); /* drops every timer without firing it */
 void dlock__timer_init(dlock__timer *t, dlock__timer_fn fn, void *arg);
 int dlock__timer_start_at(dlock__sched *s, dlock__timer *t, int64_t due_ms); /* restarts */
 int dlock__timer_start(dlock__sched *s, dlock__timer *t, int64_t delay_ms);
 void dlock__timer_stop(dlock__sched *s, dlock__timer *t);
 bool dlock__timer_active(const dlock__timer *t);
-/* Fire every timer due at now_ms (the ev_timer does this; tests call it directly). */
+/* Fire every timer due at now_ms (the loop's timer does this; tests call it directly). */
 void dlock__sched_run_due(dlock__sched *s, int64_t now_ms);
 
 /* ---- a connection to Redis with its handshake and reconnects (link.c) ------------------ */
@@ -81,7 +98,7 @@ typedef struct dlock__link dlock__link;
 struct dlock__link {
     dlock_client *client;
     const char *role; /* "command" | "subscriber", for logs */
-    redisAsyncContext *ac;
+    struct redisAsyncContext *ac;
     enum dlock__link_state state;
     bool select_db;   /* SELECT on connect (the command link) */
     int handshake_pending;
@@ -199,7 +216,7 @@ void dlock__renew_close(dlock__renew *r, dlock_client *c); /* forgets every leas
 typedef struct dlock__submit {
     pthread_mutex_t mu;
     dlock__op *head, *tail;
-    ev_async wakeup;
+    dlock__loop_wake wakeup;
 } dlock__submit;
 
 void dlock__submit_init(dlock__submit *s, dlock_client *c);
@@ -219,12 +236,12 @@ struct dlock_client {
     char endpoint_key[300]; /* dlock__client_endpoint */
     char id[37];
 
-    struct ev_loop *loop;
+    dlock__loop *loop;
     bool own_loop;
     pthread_t io_thread;
     pthread_t loop_thread;
     atomic_bool closing;
-    ev_async stop_async;
+    dlock__loop_wake stop_wake;
     int callback_depth; /* > 0 while a user callback runs (async face) */
 
     dlock__sched sched;
@@ -241,6 +258,12 @@ struct dlock_client {
     pthread_cond_t ready_cond;
     int ready_status; /* 1 while unknown */
 };
+
+/* The async face's constructor as the library sees it: dlock/adapters/libev.h declares it
+ * for the application with <ev.h>; loop_ev.c, which includes both, has the compiler check
+ * that the two agree. */
+DLOCK_EXTERN int dlock_client_new_on_loop(const dlock_options *o, dlock__loop *loop,
+                                          dlock_client **out);
 
 /* ---- randomness (random.c) ------------------------------------------------------------- */
 

@@ -13,8 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <hiredis/adapters/libev.h>
-
 #include <hiredis/async.h>
 
 #include "core.h"
@@ -232,9 +230,13 @@ void dlock__link_start(dlock__link *link) {
         attempt_failed(link, DLOCK_ECONN, why);
         return;
     }
+    if (dlock__loop_attach(c->loop, ac) != DLOCK_OK) {
+        redisAsyncFree(ac);
+        attempt_failed(link, DLOCK_ECONN, "out of memory");
+        return;
+    }
     ac->data = link;
     link->ac = ac;
-    redisLibevAttach(c->loop, ac);
     redisAsyncSetConnectCallback(ac, on_connect);
     redisAsyncSetDisconnectCallback(ac, on_disconnect);
     dlock__timer_start(&c->sched, &link->timer, c->opts.connect_timeout_ms);

@@ -2,7 +2,7 @@
  *
  * Waits, reply timeouts, reconnect backoff and the watchdog tick are all dlock__timer
  * entries in one binary min-heap ordered by (due time, start order), driven by a single
- * ev_timer armed for the heap's top. Timers are embedded in their owners' structs, so
+ * timer of the loop (loop.h) armed for the heap's top. Timers are embedded in their owners' structs, so
  * starting one allocates nothing but (rarely) a bigger heap array. */
 #include <stdint.h>
 #include <string.h>
@@ -46,37 +46,34 @@ static void sift_down(dlock__sched *s, size_t i) {
     heap_set(s, i, t);
 }
 
-/* Arms the ev_timer for the heap's top, or stops it when the heap is empty. */
+/* Arms the loop's timer for the heap's top, or stops it when the heap is empty. */
 static void rearm(dlock__sched *s) {
     if (!s->loop)
         return;
-    ev_timer_stop(s->loop, &s->watcher);
-    if (s->count == 0)
+    if (s->count == 0) {
+        dlock__loop_timer_stop(s->loop, &s->watcher);
         return;
-    int64_t delay = s->heap[0]->due_ms - s->now_ms();
-    ev_timer_set(&s->watcher, delay > 0 ? (double)delay / 1000.0 : 0.0, 0.0);
-    ev_timer_start(s->loop, &s->watcher);
+    }
+    dlock__loop_timer_start(s->loop, &s->watcher, s->heap[0]->due_ms - s->now_ms());
 }
 
-static void on_watcher(struct ev_loop *loop, ev_timer *w, int revents) {
-    (void)loop;
-    (void)revents;
-    dlock__sched *s = DLOCK__CONTAINER_OF(w, dlock__sched, watcher);
+static void on_watcher(void *arg) {
+    dlock__sched *s = arg;
     dlock__sched_run_due(s, s->now_ms());
 }
 
-void dlock__sched_init(dlock__sched *s, struct ev_loop *loop) {
+void dlock__sched_init(dlock__sched *s, dlock__loop *loop) {
     memset(s, 0, sizeof(*s));
     s->loop = loop;
     s->now_ms = dlock__now_ms;
-    ev_init(&s->watcher, on_watcher);
+    dlock__loop_timer_init(&s->watcher, on_watcher, s);
 }
 
 void dlock__sched_close(dlock__sched *s) {
     for (size_t i = 0; i < s->count; i++)
         s->heap[i]->heap_index = SIZE_MAX;
     if (s->loop)
-        ev_timer_stop(s->loop, &s->watcher);
+        dlock__loop_timer_stop(s->loop, &s->watcher);
     dlock__free(s->heap);
     s->heap = NULL;
     s->count = s->cap = 0;

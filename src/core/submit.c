@@ -1,7 +1,7 @@
 /* submit.c — the door between the user's threads and the client's loop thread.
  *
  * Every public call becomes an op that starts on the loop thread. Other threads push ops
- * on a mutex-protected queue and wake the loop with ev_async; the loop drains the whole
+ * on a mutex-protected queue and wake the loop (a loop.h wake-up); the loop drains the whole
  * queue in one turn, so the commands of many threads leave in one write. A blocking call
  * is "submit the op, wait on a semaphore until it completes"; an async call is "submit
  * the op, its complete callback runs later". Async calls made on the loop thread go
@@ -24,10 +24,8 @@ bool dlock__on_loop_thread(const dlock_client *c) {
     return pthread_equal(pthread_self(), c->loop_thread);
 }
 
-static void drain(struct ev_loop *loop, ev_async *w, int revents) {
-    (void)loop;
-    (void)revents;
-    dlock__submit *s = DLOCK__CONTAINER_OF(w, dlock__submit, wakeup);
+static void drain(void *arg) {
+    dlock__submit *s = arg;
     pthread_mutex_lock(&s->mu);
     dlock__op *op = s->head;
     s->head = s->tail = NULL;
@@ -43,8 +41,8 @@ static void drain(struct ev_loop *loop, ev_async *w, int revents) {
 void dlock__submit_init(dlock__submit *s, dlock_client *c) {
     pthread_mutex_init(&s->mu, NULL);
     s->head = s->tail = NULL;
-    ev_async_init(&s->wakeup, drain);
-    ev_async_start(c->loop, &s->wakeup);
+    dlock__loop_wake_init(&s->wakeup, drain, s);
+    dlock__loop_wake_start(c->loop, &s->wakeup);
 }
 
 void dlock__submit_close(dlock__submit *s, dlock_client *c) {
@@ -58,7 +56,7 @@ void dlock__submit_close(dlock__submit *s, dlock_client *c) {
         dlock__op_complete(op, DLOCK_ECANCELED);
         op = next;
     }
-    ev_async_stop(c->loop, &s->wakeup);
+    dlock__loop_wake_stop(c->loop, &s->wakeup);
     pthread_mutex_destroy(&s->mu);
 }
 
@@ -87,7 +85,7 @@ int dlock__op_submit(dlock__op *op) {
     s->tail = op;
     pthread_mutex_unlock(&s->mu);
     if (was_empty)
-        ev_async_send(c->loop, &s->wakeup);
+        dlock__loop_wake_send(c->loop, &s->wakeup);
     return DLOCK_OK;
 }
 
