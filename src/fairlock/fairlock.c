@@ -1,5 +1,5 @@
 /* fairlock.c — the fair lock (Redisson RFairLock): a dlock_lock whose waiters are served in
- * arrival order. Everything but the scripts and their keys is lock.c's (lock_kind.h).
+ * arrival order. Everything but the scripts and their keys is the lock engine's (lock/lock_engine.h).
  *
  * Redis layout (wire-compatible with Redisson, see REDIS_LAYOUT.md):
  *   N                                   hash: owner field -> hold count; PEXPIRE = lease
@@ -23,7 +23,7 @@
 
 #include "dlock/lock.h"
 #include "dlock_int.h"
-#include "lock/lock_kind.h"
+#include "lock/lock_engine.h"
 
 typedef struct fair_keys {
     char *queue;

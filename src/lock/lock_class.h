@@ -1,6 +1,8 @@
 /* lock_class.h — what a dlock_lock handle is: one table of calls per class of handle.
  *
- * Every public dlock_lock_* call checks its arguments, then goes to the handle's class:
+ * Every public dlock_lock_* call checks its arguments (api.c: the handle, check below,
+ * wait_ms, lease_ms, a non-zero owner and a callback for the async face, out pointers not
+ * NULL), then goes to the handle's class:
  * the ordinary class (every lock kind standing on the lock engine: reentrant, fenced,
  * fair, the read-write lock's halves, the spin lock) or a composite class (MultiLock,
  * RedLock: src/multilock). Nothing else tells the classes apart, so a public call cannot
@@ -22,6 +24,11 @@
 typedef struct dlock__lock_class {
     const char *what; /* "lock", "MultiLock", "RedLock": in error texts */
 
+    /* Optional, any thread, first thing of every public call but dlock_lock_name and
+     * dlock_lock_free: DLOCK_OK while the handle takes calls, DLOCK_ECLOSED (with its text)
+     * once its free has begun. NULL: the handle is always open until freed. */
+    int (*check)(const dlock_lock *l);
+
     /* async face */
     int (*acquire_async)(dlock_lock *l, uint64_t owner, int64_t wait_ms, int64_t lease_ms,
                          dlock_lock_cb cb, void *arg);
@@ -39,6 +46,7 @@ typedef struct dlock__lock_class {
     int (*token_of)(dlock_lock *l, uint64_t owner, uint64_t *out);
 
     int (*on_lost)(dlock_lock *l, dlock_lost_cb cb, void *arg);
+    /* An async call the class lacks (NULL) is DLOCK_EINVAL. */
     /* From dlock_lock_free (any thread, l not NULL): the class's free protocol. */
     void (*free)(dlock_lock *l);
 } dlock__lock_class;

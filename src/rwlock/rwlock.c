@@ -1,5 +1,5 @@
 /* rwlock.c — the read-write lock (Redisson RReadWriteLock): two dlock_lock halves over one
- * hash, each a kind of lock (lock_kind.h), so every lock call works on each half.
+ * hash, each a kind of lock (lock/lock_engine.h), so every lock call works on each half.
  *
  * Redis layout (wire-compatible with Redisson, see REDIS_LAYOUT.md):
  *   N                                              hash: mode -> read|write; reader
@@ -26,7 +26,7 @@
 #include "dlock/lock.h"
 #include "dlock/rwlock.h"
 #include "dlock_int.h"
-#include "lock/lock_kind.h"
+#include "lock/lock_engine.h"
 
 struct dlock_rwlock {
     dlock_lock *read;

@@ -1,0 +1,140 @@
+/* engine_acquire.c — the lock engine's acquire (lock_engine.h): the owner's watchdog lease
+ * registered before anything is sent, then a wait (the core's waiting engine) whose every
+ * attempt is the kind's acquire script, sent in the owner's turn. A busy reply gives the
+ * wait its hint (the holder's pttl, or the kind's busy_hint); a kind with no channel waits
+ * on no channel, so the hint alone wakes it. */
+#include "engine.h"
+
+static void on_acquire_reply(dlock_client *c, int status, const dlock__reply *reply, void *arg);
+
+static void acquire_send(lock_op *op);
+
+void dlock__acquire_attempt(dlock__waiter *w) {
+    lock_op *op = DLOCK__CONTAINER_OF(w, lock_op, waiter);
+    dlock__hold_run(op->hold, op, acquire_send);
+}
+
+/* A release failed with DLOCK_ECONN and was not repeated: count it as applied. If it was
+ * not, this acquire finds one hold more than it believes and takes that hold as its own
+ * (acquire.lua's resend rule), so no hold is left behind. */
+static void settle_unsure_release(hold *h) {
+    if (!h->release_unsure)
+        return;
+    if (h->count > 0)
+        h->count--;
+    h->release_unsure = false;
+}
+
+static void acquire_send(lock_op *op) {
+    lock_handle *l = op->lock;
+    hold *h = op->hold;
+    settle_unsure_release(h);
+    dlock__lock_view v = dlock__view_of(l, h, op->lease_ms);
+    v.once = op->wait_ms == 0;
+    dlock__args a = {0};
+    int nkeys = l->kind->acquire_args(&v, &a);
+    op->attempts++;
+    op->sent_ms = dlock__now_ms();
+    int rc = dlock__script(l->client, l->kind->acquire_script, DLOCK__CMD_RETRY_SAFE,
+                           on_acquire_reply, op, nkeys, a.n, a.v, a.len);
+    if (rc != DLOCK_OK) {
+        dlock__op_fail(&op->op, rc, "%s", dlock_strerror(rc));
+        dlock__hold_settled(op, rc, -1);
+    }
+}
+
+/* Busy: the holder's remaining lease is when it may free itself (-1 never), unless the
+ * kind says when to look again. */
+static int64_t busy_hint(lock_op *op, const dlock__reply *reply) {
+    int64_t pttl = dlock__reply_int(dlock__reply_at(reply, 1));
+    if (pttl == -2)
+        pttl = 0; /* gone by now: look again at once */
+    const dlock__lock_kind *kind = op->lock->kind;
+    if (!kind->busy_hint)
+        return pttl;
+    dlock__lock_view v = dlock__view_of(op->lock, op->hold, op->lease_ms);
+    v.attempts = op->attempts;
+    return kind->busy_hint(&v, pttl);
+}
+
+/* Obtained: the hold as Redis counts it, its token, and its lease renewed from the send. */
+static void acquired(lock_op *op, const dlock__reply *reply) {
+    hold *h = op->hold;
+    int64_t holds = dlock__reply_int(dlock__reply_at(reply, 1));
+    if (holds < h->count + 1)
+        dlock__holds_lost(h, DLOCK_ELOST); /* the owner's earlier holds vanished meanwhile */
+    h->count = holds;
+    h->lease_ms = op->lease_ms;
+    if (op->lock->fenced) {
+        h->token = (uint64_t)dlock__reply_int(dlock__reply_at(reply, 2));
+        h->has_token = true;
+    }
+    if (op->lease_ms == DLOCK_WATCHDOG && !h->watchdog)
+        dlock__hold_watch(op->lock, h); /* lost while this acquire was in flight: again */
+    if (h->watchdog)
+        dlock__lease_held(h->watchdog, op->sent_ms);
+}
+
+static void on_acquire_reply(dlock_client *c, int status, const dlock__reply *reply, void *arg) {
+    (void)c;
+    lock_op *op = arg;
+    if (status != DLOCK_OK) {
+        dlock__op_fail_reply(&op->op, status, reply);
+        dlock__hold_settled(op, status, -1);
+    } else if (dlock__reply_int(dlock__reply_at(reply, 0)) == 0) {
+        dlock__hold_settled(op, DLOCK__BUSY, busy_hint(op, reply));
+    } else {
+        acquired(op, reply);
+        dlock__hold_settled(op, DLOCK_OK, -1);
+    }
+}
+
+void dlock__acquire_done(dlock__waiter *w, int status) {
+    lock_op *op = DLOCK__CONTAINER_OF(w, lock_op, waiter);
+    hold *h = op->hold;
+    lock_handle *l = op->lock;
+    op->waiting = false;
+    if (status != DLOCK_OK && h->count == 0)
+        dlock__hold_unwatch(h); /* nothing held: nothing to renew */
+    if (status != DLOCK_OK && l->kind->gave_up) {
+        dlock__lock_view v = dlock__view_of(l, h, op->lease_ms);
+        l->kind->gave_up(&v);
+    }
+    if (status == DLOCK_ETIMEDOUT)
+        dlock__op_fail(&op->op, status, "%s %s is held by another owner", l->kind->what,
+                       l->base.name);
+    dlock__lock_op_end(op, status);
+}
+
+/* Where the owner waits: nowhere for a kind without pub/sub, the kind's own channel for
+ * this owner, or the lock's. false on ENOMEM. */
+static bool waiting_channel(lock_op *op, const char **channel) {
+    lock_handle *l = op->lock;
+    hold *h = op->hold;
+    *channel = l->kind->no_channel ? NULL : l->channel;
+    if (l->kind->no_channel || !l->kind->waiter_channel)
+        return true;
+    if (!h->waiter_channel) {
+        dlock__lock_view v = dlock__view_of(l, h, op->lease_ms);
+        h->waiter_channel = l->kind->waiter_channel(&v);
+    }
+    *channel = h->waiter_channel;
+    return h->waiter_channel != NULL;
+}
+
+void dlock__acquire_start(dlock__op *o) {
+    lock_op *op = (lock_op *)o;
+    if (!dlock__lock_op_begin(op))
+        return;
+    lock_handle *l = op->lock;
+    hold *h = op->hold = dlock__hold_get(l, op->owner);
+    /* the lease is registered before the acquire is sent: a release never runs ahead */
+    bool watched = h && (op->lease_ms != DLOCK_WATCHDOG || h->watchdog || dlock__hold_watch(l, h));
+    const char *channel;
+    if (!watched || !waiting_channel(op, &channel)) {
+        dlock__lock_op_fail(op, DLOCK_ENOMEM, NULL);
+        return;
+    }
+    op->waiting = true;
+    dlock__wait_start_on(&op->waiter, &l->handle, &h->state->wait_ops, channel, op->wait_ms);
+}
