@@ -56,7 +56,7 @@ int dlock__lock_create(dlock_client *c, const char *name, const dlock__lock_kind
     if (!l)
         return dlock__fail(DLOCK_ENOMEM, "out of memory");
     l->base.cls = &dlock__ordinary_class;
-    dlock__handle_init(&l->handle, c, NULL, lock_handle_destroy);
+    dlock__handle_init(&l->handle, c, lock_handle_destroy);
     l->client = c;
     l->kind = kind;
     l->fenced = fenced;

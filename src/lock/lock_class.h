@@ -29,7 +29,7 @@ typedef struct dlock__lock_class {
      * once its free has begun. NULL: the handle is always open until freed. */
     int (*check)(const dlock_lock *l);
 
-    /* async face */
+    /* async face (NULL: the class has none, and the call is DLOCK_EINVAL) */
     int (*acquire_async)(dlock_lock *l, uint64_t owner, int64_t wait_ms, int64_t lease_ms,
                          dlock_lock_cb cb, void *arg);
     int (*release_async)(dlock_lock *l, uint64_t owner, dlock_lock_cb cb, void *arg);
@@ -46,7 +46,6 @@ typedef struct dlock__lock_class {
     int (*token_of)(dlock_lock *l, uint64_t owner, uint64_t *out);
 
     int (*on_lost)(dlock_lock *l, dlock_lost_cb cb, void *arg);
-    /* An async call the class lacks (NULL) is DLOCK_EINVAL. */
     /* From dlock_lock_free (any thread, l not NULL): the class's free protocol. */
     void (*free)(dlock_lock *l);
 } dlock__lock_class;

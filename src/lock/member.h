@@ -26,10 +26,13 @@ typedef void (*dlock__member_lost_fn)(dlock_lock *member, uint64_t owner, int re
                                       void *composite);
 
 /* Makes l a member of a composite whose lost_fn hears l's lost leases; false if l already
- * belongs to a composite or is not an ordinary lock. */
+ * belongs to a composite, is not an ordinary lock, or was freed. Any thread: the receiver
+ * is set on l's loop thread, so off it this waits for that loop (no allocation). */
 bool dlock__member_claim(dlock_lock *l, dlock__member_lost_fn lost_fn, void *composite);
 
-/* l belongs to no composite any more (its own lost callback is back in force). */
+/* l belongs to no composite any more (its own lost callback is back in force). When this
+ * returns, the composite's lost_fn is not running for l and will not run again. Any
+ * thread; off l's loop thread it waits for that loop (no allocation). */
 void dlock__member_release_claim(dlock_lock *l);
 
 /* A member's answer: status, and for queries the value (bools as 0/1, a TTL in ms, a hold
@@ -40,7 +43,7 @@ typedef void (*dlock__member_answer_cb)(dlock_lock *member, int status, int64_t 
 enum dlock__member_query {
     DLOCK__MEMBER_IS_LOCKED,  /* anyone holds it */
     DLOCK__MEMBER_IS_HELD,    /* owner holds it */
-    DLOCK__MEMBER_HOLD_COUNT, /* owner's holds, as the client knows them */
+    DLOCK__MEMBER_HOLD_COUNT, /* owner's holds, as Redis counts them (0: none) */
     DLOCK__MEMBER_TTL,        /* the lock's remaining lease, ms (-2 gone, -1 no expiry) */
 };
 
