@@ -1,18 +1,27 @@
 /* dlock/multilock.h — composite locks: MultiLock (all members or none) and RedLock (a
  * quorum of members on independent Redis masters).
  *
- * Both return an ordinary dlock_lock handle: the blocking calls of dlock/lock.h work on it
- * (acquire, try_acquire, release, force_release, is_locked, is_held, hold_count, ttl,
- * token, on_lost). The async face is not available on composites yet: the async calls
- * return DLOCK_EINVAL. The members are the application's handles, made with
- * dlock_lock_new / dlock_fencedlock_new / dlock_fairlock_new on any clients; they must
- * outlive the composite, must not be composites themselves, and their lost callbacks are
- * taken over by the composite (it reports a member's loss through its own).
+ * Both return a dlock_lock handle: every call of dlock/lock.h works on it (acquire,
+ * try_acquire, release, force_release, is_locked, is_held, hold_count, ttl, token, on_lost,
+ * and the async face dlock_lock_acquire_async / dlock_lock_release_async, wait_ms 0 being
+ * one attempt). The members are the application's handles, made with dlock_lock_new /
+ * dlock_fencedlock_new / dlock_fairlock_new on any clients; they must outlive the
+ * composite, must not be composites themselves, and their lost callbacks are taken over by
+ * the composite (it reports a member's loss through its own).
  *
- * dlock_lock_free on a composite frees it at once (it has no async calls to cancel; a
- * RedLock round still waiting for members keeps what it needs until they answer) and
- * hands the members' lost callbacks back; free it before its members. A member freed
- * first refuses every call with DLOCK_ECLOSED (dlock.h, "Freeing a handle"). */
+ * Threads. A composite runs on the loop thread of its first member's client (locks[0]):
+ * its async callbacks and its lost callback run there, never inside the call. It asks its
+ * members at once (queries too: a member whose server is down costs one command time-out
+ * per query, not one per member) through their async faces, whose answers are carried to
+ * that thread. A blocking call is refused with DLOCK_EDEADLK on the loop thread of any
+ * member's client, whose answer it would wait for; hold_count and token read the
+ * composite's own record and may be called from its callbacks.
+ *
+ * dlock_lock_free on a composite follows dlock.h's "Freeing a handle": from then on its
+ * calls are DLOCK_ECLOSED; an acquire in flight completes with DLOCK_ECANCELED and what it
+ * took of the members is given back; other calls in flight complete with their outcome.
+ * It hands the members' lost callbacks back at once; free it before its members. A member
+ * freed first refuses every call with DLOCK_ECLOSED. */
 #ifndef DLOCK_MULTILOCK_H
 #define DLOCK_MULTILOCK_H
 
