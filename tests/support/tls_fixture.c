@@ -214,22 +214,25 @@ static const char *auth_clients_word(tls_fixture_client_certs mode) {
     return "no";
 }
 
-static int start_server(tls_fixture *f, const tls_fixture_opts *o) {
+int tls_certs_start_server(tls_certs *c, const char *auth_clients, const redis_fixture_opts *base,
+                           redis_fixture **out, int *tls_port) {
+    static const redis_fixture_opts defaults = {0};
+    if (base == NULL)
+        base = &defaults;
     size_t n_extra = 0;
-    while (o->extra_args != NULL && o->extra_args[n_extra] != NULL)
+    while (base->extra_args != NULL && base->extra_args[n_extra] != NULL)
         n_extra++;
     const char **args = calloc(16 + n_extra, sizeof *args);
     if (args == NULL)
         abort();
-    const char *const *tls_args =
-        tls_certs_server_args(f->certs, auth_clients_word(o->client_certs));
+    const char *const *tls_args = tls_certs_server_args(c, auth_clients);
     char port_buf[16];
     int rc = -1;
     for (int attempt = 1; attempt <= TLS_PORT_ATTEMPTS && rc != 0; attempt++) {
-        f->port = topo_free_port();
-        if (f->port < 0)
+        int port = topo_free_port();
+        if (port < 0)
             break;
-        snprintf(port_buf, sizeof port_buf, "%d", f->port);
+        snprintf(port_buf, sizeof port_buf, "%d", port);
         size_t i = 0;
         args[i++] = "--bind";
         args[i++] = "127.0.0.1";
@@ -238,13 +241,16 @@ static int start_server(tls_fixture *f, const tls_fixture_opts *o) {
         for (size_t k = 0; tls_args[k] != NULL; k++)
             args[i++] = tls_args[k];
         for (size_t k = 0; k < n_extra; k++)
-            args[i++] = o->extra_args[k];
+            args[i++] = base->extra_args[k];
         args[i] = NULL;
-        redis_fixture_opts ro = {.requirepass = o->requirepass, .extra_args = args};
-        rc = redis_fixture_start(&ro, &f->server);
-        if (rc != 0 && attempt < TLS_PORT_ATTEMPTS)
-            fprintf(stderr, "tls_fixture: no server on TLS port %d, trying another port\n",
-                    f->port);
+        redis_fixture_opts ro = *base;
+        ro.tcp = false;
+        ro.extra_args = args;
+        rc = redis_fixture_start(&ro, out);
+        if (rc == 0)
+            *tls_port = port;
+        else if (attempt < TLS_PORT_ATTEMPTS)
+            fprintf(stderr, "tls_fixture: no server on TLS port %d, trying another port\n", port);
     }
     free(args);
     return rc;
@@ -257,7 +263,10 @@ int tls_fixture_start(const tls_fixture_opts *o, tls_fixture **out) {
     tls_fixture *f = calloc(1, sizeof *f);
     if (f == NULL)
         abort();
-    if (tls_certs_make(&f->certs) != 0 || start_server(f, o) != 0) {
+    redis_fixture_opts base = {.requirepass = o->requirepass, .extra_args = o->extra_args};
+    if (tls_certs_make(&f->certs) != 0 ||
+        tls_certs_start_server(f->certs, auth_clients_word(o->client_certs), &base, &f->server,
+                               &f->port) != 0) {
         fprintf(stderr, "tls_fixture: could not start a TLS server\n");
         tls_certs_free(f->certs);
         free(f);

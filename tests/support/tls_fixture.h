@@ -50,6 +50,15 @@ const char *tls_certs_wrong_client_key(const tls_certs *c);
  * the next call or free). */
 const char *const *tls_certs_server_args(tls_certs *c, const char *auth_clients);
 
+/* Starts a redis_fixture that listens on TLS only (besides its plain unix socket):
+ * base->extra_args (NULL `base`: defaults) plus --port 0, --bind 127.0.0.1, --tls-port on a
+ * free loopback port (another one if that was taken meanwhile) and
+ * tls_certs_server_args(c, auth_clients). base->tcp is ignored. For fixtures that build
+ * topologies on TLS (replication, sentinels). 0 with the server in *out and its TLS port in
+ * *tls_port, or -1 with a message on stderr. */
+int tls_certs_start_server(tls_certs *c, const char *auth_clients, const redis_fixture_opts *base,
+                           redis_fixture **out, int *tls_port);
+
 typedef enum tls_fixture_client_certs {
     TLS_FIXTURE_CLIENT_CERT_NONE = 0, /* --tls-auth-clients no (the default) */
     TLS_FIXTURE_CLIENT_CERT_REQUIRED, /* yes: a client without a CA-signed certificate fails */

@@ -264,6 +264,39 @@ redisReply *topo_unix_vcmd(const char *who, const char *path, const char *passwo
     return r;
 }
 
+bool topo_wait_gone(pid_t pid, int64_t timeout_ms) {
+    int64_t deadline = test_now_ms() + timeout_ms;
+    do {
+        pid_t r = waitpid(pid, NULL, WNOHANG);
+        if (r == pid)
+            return true;
+        if (r == -1 && errno == ECHILD && kill(pid, 0) == -1 && errno == ESRCH)
+            return true;
+        test_sleep_ms(10);
+    } while (test_now_ms() < deadline);
+    return false;
+}
+
+bool topo_plaintext_unanswered(int port) {
+    struct timeval tv = {2, 0};
+    redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv);
+    if (c == NULL || c->err) {
+        if (c != NULL)
+            redisFree(c);
+        return true;
+    }
+    redisSetTimeout(c, tv);
+    struct sigpipe_guard g;
+    sigpipe_block(&g);
+    redisReply *r = redisCommand(c, "PING");
+    sigpipe_unblock(&g);
+    bool unanswered = r == NULL;
+    if (r != NULL)
+        freeReplyObject(r);
+    redisFree(c);
+    return unanswered;
+}
+
 /* ---- running a tool ------------------------------------------------------------------------ */
 
 static int exit_code(int status) {

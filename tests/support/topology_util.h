@@ -74,6 +74,14 @@ redisContext *topo_connect_unix(const char *path, const char *password, int time
 redisReply *topo_unix_vcmd(const char *who, const char *path, const char *password, const char *fmt,
                            va_list ap);
 
+/* For self-tests: true once `pid` is gone (within timeout_ms): reaped if it is a child of
+ * ours (e.g. reparented to a subreaper test), or no longer there at all. Never use it on a
+ * process a fixture still tracks: it would reap it behind the fixture's back. */
+bool topo_wait_gone(pid_t pid, int64_t timeout_ms);
+
+/* true if a plaintext PING to 127.0.0.1:port gets no reply (within 2 s): a TLS-only port. */
+bool topo_plaintext_unanswered(int port);
+
 /* ---- processes started from a config file ------------------------------------------------ */
 
 typedef struct topo_proc topo_proc;
