@@ -185,7 +185,8 @@ int dlock__listener_error(const dlock__listener *l);
 /* ---- the waiting engine (wait.c) -------------------------------------------------------- */
 
 typedef struct dlock__waits {
-    dlock__map queues; /* channel -> wait queue */
+    dlock__map queues;         /* channel -> wait queue */
+    dlock__waiter *no_channel; /* the waits without a channel (they sleep at their hint) */
 } dlock__waits;
 
 void dlock__waits_init(dlock__waits *w);

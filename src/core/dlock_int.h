@@ -379,8 +379,11 @@ struct dlock__waiter {
 };
 
 /* Start waiting for an object on behalf of an op on handle h (freeing h cancels the wait).
- * channel is where the object speaks, kept by the primitive until done. The first attempt
- * goes out at once. wait_ms: 0 = one attempt, DLOCK_FOREVER (-1) = no deadline. */
+ * channel is where the object speaks, kept by the primitive until done; NULL for an object
+ * that publishes nothing: no subscription, each "busy" sleeps until its hint (the
+ * primitive's next-attempt delay; none: DLOCK__RECHECK_MS) or the deadline, then attempts
+ * again. The first attempt goes out at once. wait_ms: 0 = one attempt, DLOCK_FOREVER (-1)
+ * = no deadline. */
 void dlock__wait_start_on(dlock__waiter *w, dlock__handle *h, const dlock__wait_ops *ops,
                           const char *channel, int64_t wait_ms);
 

@@ -28,7 +28,13 @@
  * A subscription the server refuses (the user's ACL lacks the channel) ends every wait on
  * the queue with DLOCK_ENOPERM at once, as the next waiter to join it: without messages a
  * wait could only poll until its deadline. A waiter whose attempt is in flight ends when the
- * attempt answers "busy" (it may also have got the object). */
+ * attempt answers "busy" (it may also have got the object).
+ *
+ * A wait with no channel (NULL: an object that publishes nothing, the spin lock) joins no
+ * queue and subscribes to nothing: after each "busy" it sleeps until its hint (the
+ * primitive's delay before the next attempt, its backoff) or its deadline, whichever comes
+ * first, then attempts again; without a hint it looks again every DLOCK__RECHECK_MS. Such
+ * waiters are kept on one list of the client, so that closing the client ends them too. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -260,7 +266,9 @@ static void sleep_until_woken(dlock__waiter *w, enum waiter_state state, int64_t
 
 static void attempt(dlock__waiter *w) {
     dlock__timer_stop(&w->client->sched, &w->timer);
-    wait_queue *q = w->queue ? queue_of(w) : dlock__map_get(&w->client->waits.queues, w->channel);
+    wait_queue *q = w->queue     ? queue_of(w)
+                    : w->channel ? dlock__map_get(&w->client->waits.queues, w->channel)
+                                 : NULL;
     w->seen_seq = q && dlock__listener_ready(&q->listener) ? q->events + 1 : 0;
     w->state = W_TRYING;
     w->ops->attempt(w);
@@ -280,9 +288,32 @@ static void handle_unlink(dlock__waiter *w) {
     w->handle = NULL;
 }
 
+/* A wait with no channel is on the client's list of them from its start to its end. */
+static void no_channel_link(dlock__waiter *w) {
+    dlock__waits *ws = &w->client->waits;
+    w->prev = NULL;
+    w->next = ws->no_channel;
+    if (ws->no_channel)
+        ws->no_channel->prev = w;
+    ws->no_channel = w;
+}
+
+static void no_channel_unlink(dlock__waiter *w) {
+    dlock__waits *ws = &w->client->waits;
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        ws->no_channel = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    w->prev = w->next = NULL;
+}
+
 static void finish(dlock__waiter *w, int status) {
     dlock__timer_stop(&w->client->sched, &w->timer);
     handle_unlink(w);
+    if (!w->channel)
+        no_channel_unlink(w);
     if (status == DLOCK_OK)
         w->woken = false; /* the wake was used */
     leave(w);
@@ -290,31 +321,34 @@ static void finish(dlock__waiter *w, int status) {
     w->ops->done(w, status);
 }
 
-void dlock__wait_start(dlock__waiter *w, dlock_client *c, const dlock__wait_ops *ops,
-                       const char *channel, int64_t wait_ms) {
+static void start(dlock__waiter *w, dlock_client *c, dlock__handle *h,
+                  const dlock__wait_ops *ops, const char *channel, int64_t wait_ms) {
     memset(w, 0, sizeof(*w));
+    if (h) {
+        w->handle = h;
+        w->handle_next = h->waiters;
+        if (h->waiters)
+            h->waiters->handle_prev = w;
+        h->waiters = w;
+    }
     w->ops = ops;
     w->client = c;
     w->channel = channel;
     w->deadline_ms = dlock__deadline_ms(wait_ms);
     dlock__timer_init(&w->timer, on_timer, w);
+    if (!channel)
+        no_channel_link(w);
     attempt(w);
+}
+
+void dlock__wait_start(dlock__waiter *w, dlock_client *c, const dlock__wait_ops *ops,
+                       const char *channel, int64_t wait_ms) {
+    start(w, c, NULL, ops, channel, wait_ms);
 }
 
 void dlock__wait_start_on(dlock__waiter *w, dlock__handle *h, const dlock__wait_ops *ops,
                           const char *channel, int64_t wait_ms) {
-    memset(w, 0, sizeof(*w));
-    w->handle = h;
-    w->handle_next = h->waiters;
-    if (h->waiters)
-        h->waiters->handle_prev = w;
-    h->waiters = w;
-    w->ops = ops;
-    w->client = h->client;
-    w->channel = channel;
-    w->deadline_ms = dlock__deadline_ms(wait_ms);
-    dlock__timer_init(&w->timer, on_timer, w);
-    attempt(w);
+    start(w, h->client, h, ops, channel, wait_ms);
 }
 
 void dlock__wait_result(dlock__waiter *w, int status, int64_t hint_ms) {
@@ -332,6 +366,10 @@ void dlock__wait_result(dlock__waiter *w, int status, int64_t hint_ms) {
         return;
     }
     w->woken = false; /* it stays: its wake was used up, someone else got in first */
+    if (!w->channel) {
+        sleep_until_woken(w, W_SLEEPING, hint_ms >= 0 ? hint_ms : DLOCK__RECHECK_MS);
+        return;
+    }
     if (!w->queue) {
         int rc = join(w);
         if (rc != DLOCK_OK) {
@@ -367,12 +405,15 @@ void dlock__wait_cancel(dlock__waiter *w) {
 }
 
 void dlock__wait_kick(dlock_client *c, const char *channel, int n) {
-    wait_queue *q = dlock__map_get(&c->waits.queues, channel);
+    wait_queue *q = channel ? dlock__map_get(&c->waits.queues, channel) : NULL;
     if (q)
         queue_wake(q, n);
 }
 
-void dlock__waits_init(dlock__waits *ws) { dlock__map_init(&ws->queues); }
+void dlock__waits_init(dlock__waits *ws) {
+    dlock__map_init(&ws->queues);
+    ws->no_channel = NULL;
+}
 
 static void collect_queue(const char *key, void *value, void *arg) {
     (void)key;
@@ -400,6 +441,8 @@ void dlock__waits_close(dlock__waits *ws, dlock_client *c) {
         dlock__free(all);
     }
     dlock__map_free(&ws->queues);
+    while (ws->no_channel)
+        finish(ws->no_channel, DLOCK_ECANCELED);
 }
 
 bool dlock__message_count(const char *msg, size_t len, int64_t *available) {
