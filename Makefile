@@ -6,6 +6,7 @@
 #   make test       everything CI runs: build/ + ctest + valgrind + ASan/UBSan + TSan
 #   make install    build, then install into $(PREFIX) (default /usr/local), honoring DESTDIR
 #   make format     clang-format -i every C file
+#   make lint       static checks of the tree: scripts/check-layers.py (src/core's layers)
 #   make bench      the benchmarks (bench/run.sh)
 #   make clean      remove every build directory
 
@@ -18,7 +19,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
 FORMAT_DIRS := src include tests examples tools bench
 
-.PHONY: all deps build demo test install format clean bench
+.PHONY: all deps build demo test install format lint clean bench
 
 all: build
 
@@ -44,6 +45,9 @@ format:
 	@command -v clang-format >/dev/null 2>&1 || { echo "make format needs clang-format (apt-get install clang-format)"; exit 1; }
 	find $(wildcard $(FORMAT_DIRS)) -type f \( -name '*.c' -o -name '*.h' \) -print0 \
 		| xargs -0 -r clang-format -i
+
+lint:
+	python3 scripts/check-layers.py
 
 bench:
 	@if [ -d bench ]; then \
