@@ -1,7 +1,7 @@
 /* harness.h — the helpers the integration and fault tests share, written once:
  *
  *  - assertions that print the dlock error name and dlock_last_error() text on failure
- *    (ASSERT_RC, ASSERT_BETWEEN, ASSERT_EINVAL, ASSERT_WRONGTYPE);
+ *    (ASSERT_RC, ASSERT_OK, ASSERT_BETWEEN, ASSERT_EINVAL, ASSERT_WRONGTYPE);
  *  - a Redis server per test and what a test reads back from it (start_server, numsub,
  *    script_calls, total_commands, pttl_of, subscribe_to, owner_field, db_state);
  *  - the loop harness of the async-face tests: a libev loop of the test's own, polled
@@ -45,6 +45,8 @@
             fail_msg("%s = %lld, expected %lld..%lld", #value, v_, (long long)(lo),                \
                      (long long)(hi));                                                             \
     } while (0)
+
+#define ASSERT_OK(expr) ASSERT_RC(expr, DLOCK_OK)
 
 /* expr is DLOCK_EINVAL and says why in dlock_last_error() (the caller includes dlock_int.h). */
 #define ASSERT_EINVAL(expr)                                                                        \
