@@ -15,7 +15,7 @@
 #include "harness.h"
 #include "test_util.h"
 
-/* Random rows with random invalid values, per run (DLOCK_TEST_SCALE scales it). */
+/* Rows picked at random, with random invalid values (DLOCK_TEST_SCALE scales it). */
 #define RANDOM_CALLS 2000
 
 /* ---- client options -------------------------------------------------------------------------- */
@@ -137,26 +137,13 @@ static const bad_group GROUPS[] = {
     BAD_GROUP("client.h on the loop thread (DLOCK_EDEADLK)", LOOP_THREAD_TABLE),
 };
 
-/* ---- the tests ------------------------------------------------------------------------------- */
-
-static void test_every_bad_argument_gets_its_documented_code_and_redis_sees_nothing(void **state) {
-    (void)state;
-    test_watchdog_arm(BAD_BUDGET_S, __func__);
-    bad_run_every(GROUPS, BAD_COUNT(GROUPS));
-}
-
-static void
-test_random_bad_arguments_get_their_documented_codes_and_redis_sees_nothing(void **state) {
-    (void)state;
-    test_watchdog_arm(BAD_BUDGET_S, __func__);
-    bad_run_random(GROUPS, BAD_COUNT(GROUPS), test_scaled(RANDOM_CALLS));
-}
-
 int main(void) {
+    bad_catalogue cat = {GROUPS, BAD_COUNT(GROUPS), RANDOM_CALLS};
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_every_bad_argument_gets_its_documented_code_and_redis_sees_nothing),
-        cmocka_unit_test(
-            test_random_bad_arguments_get_their_documented_codes_and_redis_sees_nothing),
+        cmocka_unit_test_prestate(
+            test_every_bad_argument_gets_its_documented_code_and_redis_sees_nothing, &cat),
+        cmocka_unit_test_prestate(
+            test_random_bad_arguments_get_their_documented_codes_and_redis_sees_nothing, &cat),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

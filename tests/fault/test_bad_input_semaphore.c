@@ -16,7 +16,7 @@
 #include "harness.h"
 #include "test_util.h"
 
-/* Random rows with random invalid values, per run (DLOCK_TEST_SCALE scales it). */
+/* Rows picked at random, with random invalid values (DLOCK_TEST_SCALE scales it). */
 #define RANDOM_CALLS 2000
 
 /* ---- the catalogue --------------------------------------------------------------------------- */
@@ -131,21 +131,6 @@ static const bad_group GROUPS[] = {
     BAD_GROUP("semaphore.h on the loop thread (DLOCK_EDEADLK)", LOOP_THREAD_TABLE),
 };
 
-/* ---- the tests ------------------------------------------------------------------------------- */
-
-static void test_every_bad_argument_gets_its_documented_code_and_redis_sees_nothing(void **state) {
-    (void)state;
-    test_watchdog_arm(BAD_BUDGET_S, __func__);
-    bad_run_every(GROUPS, BAD_COUNT(GROUPS));
-}
-
-static void
-test_random_bad_arguments_get_their_documented_codes_and_redis_sees_nothing(void **state) {
-    (void)state;
-    test_watchdog_arm(BAD_BUDGET_S, __func__);
-    bad_run_random(GROUPS, BAD_COUNT(GROUPS), test_scaled(RANDOM_CALLS));
-}
-
 /* The id struct says "32 lowercase hex characters" (what dlock writes); on the way in the
  * code reads hex digits of either case, so an id in upper case (or mixed) names the same
  * permit and is not DLOCK_EINVAL. */
@@ -184,10 +169,12 @@ static void test_permit_id_in_upper_case_names_the_same_permit(void **state) {
 }
 
 int main(void) {
+    bad_catalogue cat = {GROUPS, BAD_COUNT(GROUPS), RANDOM_CALLS};
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_every_bad_argument_gets_its_documented_code_and_redis_sees_nothing),
-        cmocka_unit_test(
-            test_random_bad_arguments_get_their_documented_codes_and_redis_sees_nothing),
+        cmocka_unit_test_prestate(
+            test_every_bad_argument_gets_its_documented_code_and_redis_sees_nothing, &cat),
+        cmocka_unit_test_prestate(
+            test_random_bad_arguments_get_their_documented_codes_and_redis_sees_nothing, &cat),
         cmocka_unit_test(test_permit_id_in_upper_case_names_the_same_permit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

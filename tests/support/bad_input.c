@@ -787,7 +787,11 @@ void bad_world_teardown(void) {
 
 /* ---- running groups -------------------------------------------------------------------------- */
 
-void bad_run_every(const bad_group *groups, size_t n) {
+void test_every_bad_argument_gets_its_documented_code_and_redis_sees_nothing(void **state) {
+    const bad_catalogue *cat = *state;
+    const bad_group *groups = cat->groups;
+    size_t n = cat->n;
+    test_watchdog_arm(BAD_BUDGET_S, __func__);
     bad_world_setup();
     size_t rows = 0, calls = 0;
     for (size_t g = 0; g < n; g++) {
@@ -822,7 +826,12 @@ static unsigned seed_from_env(void) {
     return (unsigned)(ts.tv_sec ^ ts.tv_nsec);
 }
 
-void bad_run_random(const bad_group *groups, size_t n, long calls) {
+void test_random_bad_arguments_get_their_documented_codes_and_redis_sees_nothing(void **state) {
+    const bad_catalogue *cat = *state;
+    const bad_group *groups = cat->groups;
+    size_t n = cat->n;
+    long calls = test_scaled(cat->random_calls);
+    test_watchdog_arm(BAD_BUDGET_S, __func__);
     unsigned seed = seed_from_env();
     printf("bad input, random: seed %u (replay with DLOCK_TEST_SEED=%u)\n", seed, seed);
     srand(seed); /* before the world: its random names come from the seed too */

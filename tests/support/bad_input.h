@@ -183,12 +183,22 @@ typedef struct bad_group {
 #define BAD_GROUP(name, table)                                                                     \
     { name, table, BAD_COUNT(table) }
 
-/* Every row of every group with each fixed value of its kind, in a fresh world; each group
- * leaves Redis as it was and sends it nothing. */
-void bad_run_every(const bad_group *groups, size_t n);
-/* `calls` rows picked at random from the groups, each with random invalid values, in a
- * fresh world; together they leave Redis as it was and send it nothing. */
-void bad_run_random(const bad_group *groups, size_t n, long calls);
+/* What a catalogue file runs: its groups and how many random calls (before
+ * DLOCK_TEST_SCALE). */
+typedef struct bad_catalogue {
+    const bad_group *groups;
+    size_t n;
+    long random_calls;
+} bad_catalogue;
+
+/* The two tests of every catalogue file, on the bad_catalogue given as their state
+ * (cmocka_unit_test_prestate):
+ *  - every row of every group with each fixed value of its kind, in a fresh world; each
+ *    group leaves Redis as it was and sends it nothing;
+ *  - random_calls rows picked at random, each with random invalid values, in a fresh
+ *    world; together they leave Redis as it was and send it nothing. */
+void test_every_bad_argument_gets_its_documented_code_and_redis_sees_nothing(void **state);
+void test_random_bad_arguments_get_their_documented_codes_and_redis_sees_nothing(void **state);
 
 /* Every key of f's database, sorted: name, type, absolute expiry (PEXPIRETIME, which does
  * not move while a key is left alone) and its whole value; the caller frees it. Adds the
