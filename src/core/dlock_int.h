@@ -13,7 +13,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdlib.h>
 
 #include "dlock/client.h"
 #include "dlock/error.h"
@@ -216,23 +215,7 @@ struct dlock__handle {
 };
 
 /* Opens h on c; destroy frees its memory once it is gone (step 4). */
-void(dlock__handle_init)(dlock__handle *h, dlock_client *c, void (*destroy)(dlock__handle *));
-
-/* Transition: the handle's cancel hook is gone (a freed handle's waits are canceled by the
- * engine, and nothing else was ever hooked). Callers still passing it, always NULL, reach
- * this wrapper through the macro below; both go once src/lock and src/semaphore call the
- * three-argument form. */
-static inline void dlock__handle_init_with_cancel(dlock__handle *h, dlock_client *c,
-                                                  void (*cancel)(dlock__handle *),
-                                                  void (*destroy)(dlock__handle *)) {
-    if (cancel)
-        abort(); /* nothing would call it */
-    (dlock__handle_init)(h, c, destroy);
-}
-#define DLOCK__HANDLE_INIT_PICK_(h, c, a, b, name, ...) name
-#define dlock__handle_init(...)                                                                    \
-    DLOCK__HANDLE_INIT_PICK_(__VA_ARGS__, dlock__handle_init_with_cancel, (dlock__handle_init),   \
-                             unused)(__VA_ARGS__)
+void dlock__handle_init(dlock__handle *h, dlock_client *c, void (*destroy)(dlock__handle *));
 
 /* The free protocol of every primitive's *_free(), no I/O. On the loop thread it returns
  * at once and the handle goes on a later turn, after every callback of its ops; on any

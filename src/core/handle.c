@@ -12,8 +12,7 @@
 
 #include "core.h"
 
-/* In parentheses: dlock_int.h's transitional macro of the same name is not expanded. */
-void(dlock__handle_init)(dlock__handle *h, dlock_client *c, void (*destroy)(dlock__handle *)) {
+void dlock__handle_init(dlock__handle *h, dlock_client *c, void (*destroy)(dlock__handle *)) {
     memset(h, 0, sizeof(*h));
     h->client = c;
     h->destroy = destroy;

@@ -81,7 +81,7 @@ int dlock__object_new(dlock_client *c, const char *name, const dlock__object_cla
     dlock__object *o = dlock__calloc(1, cls->size);
     if (!o)
         return dlock__fail(DLOCK_ENOMEM, "out of memory");
-    dlock__handle_init(&o->handle, c, NULL, object_destroy);
+    dlock__handle_init(&o->handle, c, object_destroy);
     o->cls = cls;
     o->name = dlock__strdup(name);
     bool ok = o->name && key_name(&o->channel, cls->channel, name);
