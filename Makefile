@@ -6,7 +6,8 @@
 #   make test       everything CI runs: build/ + ctest + valgrind + ASan/UBSan + TSan
 #   make install    build, then install into $(PREFIX) (default /usr/local), honoring DESTDIR
 #   make format     clang-format -i every C file
-#   make lint       static checks of the tree: scripts/check-layers.py (src/core's layers)
+#   make lint       static checks of the tree: src/core's layers (scripts/check-layers.py),
+#                   the user docs' links (scripts/check-docs.py)
 #   make bench      the benchmarks (bench/run.sh)
 #   make clean      remove every build directory
 
@@ -48,6 +49,7 @@ format:
 
 lint:
 	python3 scripts/check-layers.py
+	python3 scripts/check-docs.py
 
 bench:
 	@if [ -d bench ]; then \

@@ -18,6 +18,8 @@ packages=(
     openssl # the TLS tests make their certificates at test time
     libssl-dev # the TLS transport
     valgrind
+    clang # make test builds the tree with a second compiler
+    python3 # make lint: scripts/check-layers.py, scripts/check-docs.py
     jq # bench/run.sh prints its table with it
 )
 

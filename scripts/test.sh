@@ -2,11 +2,13 @@
 # scripts/test.sh — the whole proof, as CI runs it (`make test`, called by .ci/run).
 #
 #   1. deps       scripts/deps.sh (installs missing Debian packages when root)
-#   2. build      build/ (Debug, -Werror)
-#   3. ctest      every label: unit, integration, fault, stress, examples
-#   4. memcheck   scripts/memcheck.sh build (unit + integration under valgrind)
-#   5. asan       build-asan/ (address,undefined), every label
-#   6. tsan       build-tsan/ (thread), the integration tests named *threads*
+#   2. lint       make lint: src/core's layers, the user docs' links
+#   3. clang      build-clang/ (clang, -Werror): the tree builds with a second compiler
+#   4. build      build/ (Debug, -Werror)
+#   5. ctest      every label: unit, integration, fault, stress, examples, interop
+#   6. memcheck   scripts/memcheck.sh build (unit + integration under valgrind)
+#   7. asan       build-asan/ (address,undefined), every label
+#   8. tsan       build-tsan/ (thread), the integration tests named *threads*
 #
 # A failing stage does not stop the independent ones; stages that need a failed build are
 # skipped. Ends with a summary; exits non-zero if anything failed.
@@ -68,6 +70,10 @@ configure_and_build() { # DIR CMAKE_ARGS...
     cmake --build "$dir" -j "$jobs"
 }
 
+build_with_clang() {
+    CC=clang configure_and_build build-clang -DDLOCK_SANITIZE=
+}
+
 ctest_asan() {
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
         UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -88,7 +94,17 @@ if [ "$stage_ok" -ne 1 ]; then
     exit 1
 fi
 
-# 2-4. Debug build, every ctest label, valgrind.
+# 2. Static checks: src/core's layers, the user docs' links.
+run_stage "lint (layers, docs)" make --no-print-directory lint
+
+# 3. The same tree with clang, warnings as errors (gcc alone let C11 slips through).
+if command -v clang >/dev/null 2>&1; then
+    run_stage "build (build-clang/, clang, -Werror)" build_with_clang
+else
+    skip_stage "build (build-clang/)" "clang not installed"
+fi
+
+# 4-6. Debug build, every ctest label, valgrind.
 run_stage "build (build/, Debug, -Werror)" configure_and_build build -DDLOCK_SANITIZE=
 if [ "$stage_ok" -eq 1 ]; then
     run_stage "ctest (build/, all labels)" ctest --test-dir build --output-on-failure -j2
@@ -102,7 +118,7 @@ else
     skip_stage "memcheck" "build failed"
 fi
 
-# 5. AddressSanitizer + UndefinedBehaviorSanitizer, every label.
+# 7. AddressSanitizer + UndefinedBehaviorSanitizer, every label.
 if [ "${DLOCK_SKIP_ASAN:-0}" = 1 ]; then
     skip_stage "asan+ubsan" "DLOCK_SKIP_ASAN=1"
 else
@@ -115,7 +131,7 @@ else
     fi
 fi
 
-# 6. ThreadSanitizer, the many-threads integration tests.
+# 8. ThreadSanitizer, the many-threads integration tests.
 if [ "${DLOCK_SKIP_TSAN:-0}" = 1 ]; then
     skip_stage "tsan" "DLOCK_SKIP_TSAN=1"
 else
