@@ -151,12 +151,12 @@ static void multilock_cancel(comp_op *op) {
     round *r = op->round;
     size_t taken = op->step;
     if (r) {
+        /* The member being taken may be waiting for its lock: a release sent now would
+         * run before its grant. Its answer, late now, gives a grant back (round.c). */
         dlock__round_abandon(r);
-        if (r->call == CALL_ACQUIRE)
-            dlock__round_give_back(r, NULL); /* the member being taken, once it answers */
-        else if (r->call == CALL_SET_LEASE)
+        if (r->call == CALL_SET_LEASE)
             taken = cp->n;
-        else
+        else if (r->call == CALL_RELEASE)
             taken = 0; /* a give-back under way: its releases are out */
         dlock__round_done(r);
         op->round = NULL;
