@@ -84,7 +84,7 @@ static int parse_args(int argc, char **argv, bench_config *cfg) {
     cfg->duration_ms = quick ? 1000 : 3000;
     cfg->floor_n = quick ? 5000 : 20000;
     cfg->placement = "not pinned";
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) { /* options come as "--name value" pairs */
         const char *arg = argv[i], *value = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
             usage(stdout);
@@ -111,7 +111,6 @@ static int parse_args(int argc, char **argv, bench_config *cfg) {
             usage(stderr);
             return -1;
         }
-        i++;
     }
     if (cfg->duration_ms <= 0 || cfg->floor_n <= 0) {
         fprintf(stderr, "dlock-bench: --duration-ms and --floor-n must be > 0\n");
