@@ -38,9 +38,9 @@
 typedef struct seen {
     atomic_int calls;
     int status;
-    int retry_rc;        /* a call on the same handle made from inside the callback */
+    int retry_rc; /* a call on the same handle made from inside the callback */
     char retry_error[160];
-    char name[32];       /* the handle's name, read inside the callback (locks) */
+    char name[32];          /* the handle's name, read inside the callback (locks) */
     atomic_int retry_calls; /* callbacks of that call: must stay 0 */
 } seen;
 
@@ -80,8 +80,7 @@ static void sem_waited(dlock_semaphore *sem, int status, void *arg) {
     atomic_fetch_add(&s->calls, 1);
 }
 
-static void permits_retry_done(dlock_permits *p, int status, const dlock_permit_id *id,
-                               void *arg) {
+static void permits_retry_done(dlock_permits *p, int status, const dlock_permit_id *id, void *arg) {
     (void)p;
     (void)status;
     (void)id;
@@ -132,7 +131,7 @@ typedef struct subject {
 
 typedef struct kind {
     const char *what;
-    void (*open)(subject *t);           /* the handle on t->c, the object made busy */
+    void (*open)(subject *t);               /* the handle on t->c, the object made busy */
     int (*wait_async)(subject *t, seen *s); /* an async call that waits on the busy object */
     void (*free_handle)(subject *t);
 } kind;
@@ -218,8 +217,7 @@ static void latch_free(subject *t) {
 static const kind LOCK = {"lock", plain_lock_open, lock_wait_async, lock_free};
 static const kind FAIR_LOCK = {"fair lock", fair_lock_open, lock_wait_async, lock_free};
 static const kind RW_LOCK = {"rw lock", rw_lock_open, lock_wait_async, rw_free};
-static const kind SEMAPHORE = {"semaphore", semaphore_open, semaphore_wait_async,
-                               semaphore_free};
+static const kind SEMAPHORE = {"semaphore", semaphore_open, semaphore_wait_async, semaphore_free};
 static const kind PERMITS = {"permits", permits_open, permits_wait_async, permits_free};
 static const kind LATCH = {"latch", latch_open, latch_wait_async, latch_free};
 
@@ -247,16 +245,6 @@ static void subject_close(subject *t) {
     if (t->loop)
         polling_loop_free(t->loop, &t->tick);
     redis_fixture_stop(t->f);
-}
-
-/* Channels with a subscriber: the tested client's wait is the only one. */
-static long long subscribed_channels(redis_fixture *f) {
-    redisReply *r = redis_fixture_cmd(f, "PUBSUB CHANNELS");
-    assert_non_null(r);
-    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-    long long n = (long long)r->elements;
-    freeReplyObject(r);
-    return n;
 }
 
 /* Until cond holds within timeout_ms: the test's loop runs meanwhile if the client is on it. */
@@ -317,8 +305,7 @@ static void test_lock_freed_on_app_loop_cancels_its_wait_once_and_refuses_calls(
     free_while_waiting(&LOCK, true);
 }
 
-static void test_fair_lock_freed_on_app_loop_cancels_its_wait_once_and_refuses_calls(
-    void **state) {
+static void test_fair_lock_freed_on_app_loop_cancels_its_wait_once_and_refuses_calls(void **state) {
     (void)state;
     free_while_waiting(&FAIR_LOCK, true);
 }
@@ -328,14 +315,12 @@ static void test_rw_lock_freed_on_app_loop_cancels_its_wait_once_and_refuses_cal
     free_while_waiting(&RW_LOCK, true);
 }
 
-static void test_semaphore_freed_on_app_loop_cancels_its_wait_once_and_refuses_calls(
-    void **state) {
+static void test_semaphore_freed_on_app_loop_cancels_its_wait_once_and_refuses_calls(void **state) {
     (void)state;
     free_while_waiting(&SEMAPHORE, true);
 }
 
-static void test_permits_freed_on_app_loop_cancels_its_wait_once_and_refuses_calls(
-    void **state) {
+static void test_permits_freed_on_app_loop_cancels_its_wait_once_and_refuses_calls(void **state) {
     (void)state;
     free_while_waiting(&PERMITS, true);
 }

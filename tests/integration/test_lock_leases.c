@@ -270,31 +270,24 @@ static void test_holder_process_killed_with_sigkill_frees_the_lock_within_its_le
 typedef struct timed_waiter {
     dlock_lock *l;
     int64_t wait_ms;
-    int rc;
     int64_t acquired_us;
+    blocking_call call;
 } timed_waiter;
 
-static void *acquire_then_release(void *arg) {
+static int acquire_then_release(void *arg) {
     timed_waiter *w = arg;
-    w->rc = dlock_lock_try_acquire(w->l, w->wait_ms, 30000);
+    int rc = dlock_lock_try_acquire(w->l, w->wait_ms, 30000);
     w->acquired_us = test_now_us();
-    if (w->rc == DLOCK_OK)
+    if (rc == DLOCK_OK)
         dlock_lock_release(w->l);
-    return NULL;
+    return rc;
 }
 
 /* Starts w on a new thread and returns once it sleeps as a waiter: subscribed, and both
  * of its attempts (the first, and the one after the subscription was confirmed) ran. */
-static pthread_t start_waiter_and_let_it_sleep(redis_fixture *f, const char *channel,
-                                               timed_waiter *w) {
-    long long scripts_before = script_calls(f);
-    pthread_t t;
-    assert_int_equal(pthread_create(&t, NULL, acquire_then_release, w), 0);
-    bool asleep = false;
-    POLL_UNTIL(asleep, numsub(f, channel) == 1 && script_calls(f) >= scripts_before + 2,
-               slack_ms(3000));
-    assert_true(asleep);
-    return t;
+static void start_waiter_and_let_it_sleep(redis_fixture *f, const char *channel, timed_waiter *w) {
+    blocking_call_start_asleep(&w->call, acquire_then_release, w, f,
+                               (asleep_sign){channel, 1, 2, NULL});
 }
 
 static void test_waiter_of_another_client_gets_the_lock_within_100_ms_of_the_release(void **state) {
@@ -310,11 +303,10 @@ static void test_waiter_of_another_client_gets_the_lock_within_100_ms_of_the_rel
     for (int i = 0; i < rounds; i++) {
         ASSERT_RC(dlock_lock_acquire(la, 30000), DLOCK_OK); /* no renewals in the way */
         timed_waiter w = {.l = lb, .wait_ms = slack_ms(10000)};
-        pthread_t t = start_waiter_and_let_it_sleep(f, "redisson_lock__channel:{handoff}", &w);
+        start_waiter_and_let_it_sleep(f, "redisson_lock__channel:{handoff}", &w);
         ASSERT_RC(dlock_lock_release(la), DLOCK_OK);
         int64_t released_us = test_now_us();
-        assert_int_equal(pthread_join(t, NULL), 0);
-        ASSERT_RC(w.rc, DLOCK_OK);
+        ASSERT_RC(blocking_call_join(&w.call), DLOCK_OK);
         int64_t latency_us = w.acquired_us - released_us;
         if (latency_us > worst_us)
             worst_us = latency_us;
@@ -542,13 +534,12 @@ static void test_force_release_wakes_a_waiter_of_another_client(void **state) {
     /* a 60 s lease: only the force release's message can let the waiter in soon */
     ASSERT_RC(dlock_lock_acquire(la, 60000), DLOCK_OK);
     timed_waiter w = {.l = lb, .wait_ms = 30000};
-    pthread_t t = start_waiter_and_let_it_sleep(f, "redisson_lock__channel:{force-wake}", &w);
+    start_waiter_and_let_it_sleep(f, "redisson_lock__channel:{force-wake}", &w);
     bool was_locked = false;
     ASSERT_RC(dlock_lock_force_release(la, &was_locked), DLOCK_OK);
     int64_t forced_us = test_now_us();
     assert_true(was_locked);
-    assert_int_equal(pthread_join(t, NULL), 0);
-    ASSERT_RC(w.rc, DLOCK_OK);
+    ASSERT_RC(blocking_call_join(&w.call), DLOCK_OK);
     int64_t latency_ms = (w.acquired_us - forced_us) / 1000;
     ASSERT_BETWEEN(latency_ms, -slack_ms(100), slack_ms(500));
     ASSERT_RC(dlock_lock_release(la), DLOCK_ELOST); /* its hold was taken away */

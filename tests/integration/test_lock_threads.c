@@ -245,15 +245,6 @@ test_two_clients_eight_threads_on_a_fenced_lock_see_tokens_rise_in_section_order
     redis_fixture_stop(f);
 }
 
-static long long active_channels(redis_fixture *f) {
-    redisReply *r = redis_fixture_cmd(f, "PUBSUB CHANNELS");
-    assert_non_null(r);
-    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-    long long n = (long long)r->elements;
-    freeReplyObject(r);
-    return n;
-}
-
 static void test_no_subscription_is_left_when_nobody_waits_after_a_contended_run(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
@@ -271,7 +262,7 @@ static void test_no_subscription_is_left_when_nobody_waits_after_a_contended_run
     assert_true(redis_fixture_info_int(f, "commandstats", "cmdstat_subscribe.calls") > subscribes);
     bool none = false;
     int64_t until = test_now_ms() + slack_ms(1000);
-    while (!(none = active_channels(f) == 0) && test_now_ms() < until)
+    while (!(none = subscribed_channels(f) == 0) && test_now_ms() < until)
         test_sleep_ms(5);
     if (!none) {
         redisReply *ch = redis_fixture_cmd(f, "PUBSUB CHANNELS");

@@ -95,19 +95,18 @@ static void test_waiter_on_an_empty_pool_is_woken_within_100_ms_of_a_release_by_
     dlock_permit_id held;
     ASSERT_RC(dlock_permits_acquire(pa, 0, -1, &held), DLOCK_OK);
     waiter w = {.p = pb, .wait_ms = test_slack_ms(10000), .lease_ms = -1};
-    pthread_t t = start_waiter_and_let_it_sleep(f, "redisson_sc:{handed}", &w);
+    start_waiter_and_let_it_sleep(f, "redisson_sc:{handed}", &w);
     int64_t release_start_us = test_now_us();
     ASSERT_RC(dlock_permits_release(pa, &held), DLOCK_OK);
     int64_t release_end_us = test_now_us();
-    assert_int_equal(pthread_join(t, NULL), 0);
-    ASSERT_RC(w.rc, DLOCK_OK);
-    assert_true(w.returned_us >= release_start_us);
-    ASSERT_BETWEEN((w.returned_us - release_end_us) / 1000, -test_slack_ms(100),
+    ASSERT_RC(blocking_call_join(&w.call), DLOCK_OK);
+    assert_true(w.call.returned_us >= release_start_us);
+    ASSERT_BETWEEN((w.call.returned_us - release_end_us) / 1000, -test_slack_ms(100),
                    test_slack_ms(100));
     assert_true(is_lower_hex_32(w.id.hex));
     assert_string_not_equal(w.id.hex, held.hex);
     printf("# release by id -> waiting acquire returned %.2f ms later\n",
-           (double)(w.returned_us - release_end_us) / 1000.0);
+           (double)(w.call.returned_us - release_end_us) / 1000.0);
     ASSERT_RC(dlock_permits_release(pb, &w.id), DLOCK_OK);
     dlock_permits_free(pa);
     dlock_permits_free(pb);

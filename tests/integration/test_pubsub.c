@@ -139,16 +139,6 @@ static bool listener_ready(dlock_client *c, probe *p) {
 
 /* ---- reading the server's view ------------------------------------------------------------ */
 
-/* How many channels the server has subscribers for (any client). */
-static long long active_channels(redis_fixture *f) {
-    redisReply *r = redis_fixture_cmd(f, "PUBSUB CHANNELS");
-    assert_non_null(r);
-    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-    long long n = (long long)r->elements;
-    freeReplyObject(r);
-    return n;
-}
-
 static long long publish(redis_fixture *f, const char *channel, const char *msg, size_t len) {
     return redis_fixture_int(f, "PUBLISH %s %b", channel, msg, len);
 }
@@ -279,7 +269,7 @@ static void test_two_listeners_share_one_subscription_and_both_get_each_message(
 
     /* both gone: the server forgets the channel */
     unlisten_one(w->c, &two);
-    POLL_UNTIL(ok, active_channels(w->f) == 0, test_slack_ms(500));
+    POLL_UNTIL(ok, subscribed_channels(w->f) == 0, test_slack_ms(500));
     assert_true(ok);
     assert_int_equal(publish(w->f, "ps:{shared}", "m3", 2), 0);
     test_sleep_ms(30);
@@ -328,7 +318,7 @@ static void test_leaving_and_listening_again_during_unsubscribe_ends_subscribed(
                          unsubscribes_before,
                      3);
     unlisten_one(w->c, &one);
-    POLL_UNTIL(ok, active_channels(w->f) == 0, test_slack_ms(500));
+    POLL_UNTIL(ok, subscribed_channels(w->f) == 0, test_slack_ms(500));
     assert_true(ok);
 }
 
@@ -399,7 +389,7 @@ static void test_killed_subscriber_connection_comes_back_ready_and_delivering(vo
     assert_int_equal(probe_ready(&one), 2); /* once per confirmation, no more */
 
     on_loop(w->c, unlisten_all, &pl);
-    POLL_UNTIL(ok, active_channels(w->f) == 0, test_slack_ms(500));
+    POLL_UNTIL(ok, subscribed_channels(w->f) == 0, test_slack_ms(500));
     assert_true(ok);
     printf("# subscriptions back %lld ms after CLIENT KILL\n", (long long)back_in);
 }
@@ -471,7 +461,7 @@ static void many_channels_all_deliver(world *w, const char *how, long long other
     assert_true(ok);
     int64_t ready_in = test_now_ms() - t0;
     assert_all_subscribed(w->f, n);
-    assert_int_equal(active_channels(w->f), (long long)n + others);
+    assert_int_equal(subscribed_channels(w->f), (long long)n + others);
 
     size_t delivered = 0;
     for (size_t i = 0; i < n; i++)
@@ -488,7 +478,7 @@ static void many_channels_all_deliver(world *w, const char *how, long long other
     assert_int_equal(exact, n); /* each got its own channel's message, not a neighbour's */
 
     on_loop(w->c, unlisten_all, &pl);
-    POLL_UNTIL(ok, active_channels(w->f) == others, test_slack_ms(2000));
+    POLL_UNTIL(ok, subscribed_channels(w->f) == others, test_slack_ms(2000));
     assert_true(ok);
     printf("# %zu channels (%s) confirmed in %lld ms\n", n, how, (long long)ready_in);
 }

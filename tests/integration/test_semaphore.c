@@ -231,14 +231,13 @@ static void test_release_published_by_hand_on_the_channel_wakes_a_waiter(void **
     dlock_client *c = connect_client(f);
     dlock_semaphore *s = new_semaphore(c, "by-hand");
     waiter w = {.s = s, .permits = 2, .wait_ms = test_slack_ms(10000)};
-    pthread_t t = start_waiter_and_let_it_sleep(f, "redisson_sc:{by-hand}", &w, 1, 2);
+    start_waiter_and_let_it_sleep(f, "redisson_sc:{by-hand}", &w, 1, 2);
     /* what a Redisson client's release does: INCRBY then PUBLISH the new count */
     freeReplyObject(redis_fixture_cmd(f, "INCRBY by-hand 2"));
     int64_t published_us = test_now_us();
     freeReplyObject(redis_fixture_cmd(f, "PUBLISH redisson_sc:{by-hand} 2"));
-    assert_int_equal(pthread_join(t, NULL), 0);
-    ASSERT_RC(w.rc, DLOCK_OK);
-    ASSERT_BETWEEN((w.returned_us - published_us) / 1000, 0, test_slack_ms(100));
+    ASSERT_RC(blocking_call_join(&w.call), DLOCK_OK);
+    ASSERT_BETWEEN((w.call.returned_us - published_us) / 1000, 0, test_slack_ms(100));
     assert_int_equal(redis_fixture_int(f, "GET by-hand"), 0);
     dlock_semaphore_free(s);
     dlock_client_free(c);

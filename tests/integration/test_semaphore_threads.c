@@ -34,15 +34,6 @@
 #define BUDGET_S 120
 #define CLIENTS 2
 
-static long long active_channels(redis_fixture *f) {
-    redisReply *r = redis_fixture_cmd(f, "PUBSUB CHANNELS");
-    assert_non_null(r);
-    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-    long long n = (long long)r->elements;
-    freeReplyObject(r);
-    return n;
-}
-
 /* ---- the checker ------------------------------------------------------------------------- */
 
 typedef struct section {
@@ -211,10 +202,10 @@ static run_result run_contended(redis_fixture *f, const char *name, int64_t perm
 
     bool none = false;
     for (int64_t until = test_now_ms() + test_slack_ms(1000);
-         !(none = active_channels(f) == 0) && test_now_ms() < until;)
+         !(none = subscribed_channels(f) == 0) && test_now_ms() < until;)
         test_sleep_ms(5);
     if (!none)
-        fail_msg("%lld channel(s) still subscribed after the run", active_channels(f));
+        fail_msg("%lld channel(s) still subscribed after the run", subscribed_channels(f));
 
     free(t);
     free(w);
@@ -260,17 +251,8 @@ static void test_three_permits_let_at_most_3_threads_in_together_and_3_get_in(vo
     redis_fixture_stop(f);
 }
 
-typedef struct waiter {
-    dlock_semaphore *s;
-    int rc;
-    int64_t returned_us;
-} waiter;
-
-static void *acquire_one(void *arg) {
-    waiter *w = arg;
-    w->rc = dlock_semaphore_try_acquire(w->s, 1, test_slack_ms(10000));
-    w->returned_us = test_now_us();
-    return NULL;
+static int acquire_one(void *arg) {
+    return dlock_semaphore_try_acquire(arg, 1, test_slack_ms(10000));
 }
 
 static void
@@ -285,25 +267,15 @@ test_release_of_6_permits_wakes_all_6_waiting_threads_of_a_client_within_100_ms(
     ASSERT_RC(dlock_semaphore_new(a, "six", &sa), DLOCK_OK);
     ASSERT_RC(dlock_semaphore_new(b, "six", &sb), DLOCK_OK);
     enum { N = 6 };
-    waiter w[N];
-    pthread_t t[N];
-    long long scripts_before = redis_fixture_info_int(f, "commandstats", "cmdstat_evalsha.calls") +
-                               redis_fixture_info_int(f, "commandstats", "cmdstat_eval.calls");
-    for (int i = 0; i < N; i++) {
-        w[i] = (waiter){.s = sa};
-        assert_int_equal(pthread_create(&t[i], NULL, acquire_one, &w[i]), 0);
-    }
+    blocking_call w[N];
+    long long scripts_before = script_calls(f);
+    for (int i = 0; i < N; i++)
+        blocking_call_start(&w[i], acquire_one, sa);
     /* all asleep: subscribed, and every waiter's attempts answered "busy" */
     bool asleep = false;
-    for (int64_t until = test_now_ms() + test_slack_ms(3000); !asleep && test_now_ms() < until;
-         test_sleep_ms(5)) {
-        redisReply *r = redis_fixture_cmd(f, "PUBSUB NUMSUB redisson_sc:{six}");
-        long long subs = r->element[1]->integer;
-        freeReplyObject(r);
-        long long scripts = redis_fixture_info_int(f, "commandstats", "cmdstat_evalsha.calls") +
-                            redis_fixture_info_int(f, "commandstats", "cmdstat_eval.calls");
-        asleep = subs == 1 && scripts >= scripts_before + N + 1;
-    }
+    POLL_UNTIL(asleep,
+               numsub(f, "redisson_sc:{six}") == 1 && script_calls(f) >= scripts_before + N + 1,
+               test_slack_ms(3000));
     assert_true(asleep);
     test_sleep_ms(50);
     int64_t release_start_us = test_now_us();
@@ -311,8 +283,7 @@ test_release_of_6_permits_wakes_all_6_waiting_threads_of_a_client_within_100_ms(
     int64_t release_end_us = test_now_us();
     int64_t worst_us = 0;
     for (int i = 0; i < N; i++) {
-        assert_int_equal(pthread_join(t[i], NULL), 0);
-        ASSERT_RC(w[i].rc, DLOCK_OK);
+        ASSERT_RC(blocking_call_join(&w[i]), DLOCK_OK);
         assert_true(w[i].returned_us >= release_start_us);
         int64_t latency_us = w[i].returned_us - release_end_us;
         if (latency_us > worst_us)

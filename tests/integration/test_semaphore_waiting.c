@@ -15,16 +15,15 @@ static void expect_woken_by_release(redis_fixture *f, dlock_semaphore *waiting,
     int64_t worst_us = INT64_MIN, total_us = 0;
     for (int i = 0; i < rounds; i++) {
         waiter w = {.s = waiting, .permits = 1, .wait_ms = test_slack_ms(10000)};
-        pthread_t t = start_waiter_and_let_it_sleep(f, channel, &w, 1, 2);
+        start_waiter_and_let_it_sleep(f, channel, &w, 1, 2);
         test_sleep_ms(20);
-        assert_false(atomic_load(&w.returned));
+        assert_false(blocking_call_returned(&w.call));
         int64_t release_start_us = test_now_us();
         ASSERT_RC(dlock_semaphore_release(releasing, 1), DLOCK_OK);
         int64_t release_end_us = test_now_us();
-        assert_int_equal(pthread_join(t, NULL), 0);
-        ASSERT_RC(w.rc, DLOCK_OK);
-        assert_true(w.returned_us >= release_start_us);
-        int64_t latency_us = w.returned_us - release_end_us;
+        ASSERT_RC(blocking_call_join(&w.call), DLOCK_OK);
+        assert_true(w.call.returned_us >= release_start_us);
+        int64_t latency_us = w.call.returned_us - release_end_us;
         ASSERT_BETWEEN(latency_us / 1000, -test_slack_ms(100), test_slack_ms(100));
         if (latency_us > worst_us)
             worst_us = latency_us;
@@ -77,27 +76,26 @@ test_try_acquire_4_returns_after_the_second_of_two_releases_of_2_not_before(void
     dlock_semaphore *sb = new_semaphore(b, "four");
     waiter w = {.s = sa, .permits = 4, .wait_ms = test_slack_ms(10000)};
     int64_t start_us = test_now_us();
-    pthread_t t = start_waiter_and_let_it_sleep(f, "redisson_sc:{four}", &w, 1, 2);
+    start_waiter_and_let_it_sleep(f, "redisson_sc:{four}", &w, 1, 2);
     test_sleep_ms(300);
-    assert_false(atomic_load(&w.returned));
+    assert_false(blocking_call_returned(&w.call));
     ASSERT_RC(dlock_semaphore_release(sb, 2), DLOCK_OK);
     int64_t first_us = test_now_us();
     test_sleep_ms(300);
-    assert_false(atomic_load(&w.returned)); /* 2 of 4: it keeps waiting */
+    assert_false(blocking_call_returned(&w.call)); /* 2 of 4: it keeps waiting */
     assert_int_equal(redis_fixture_int(f, "GET four"), 2);
     int64_t second_start_us = test_now_us();
     ASSERT_RC(dlock_semaphore_release(sb, 2), DLOCK_OK);
     int64_t second_end_us = test_now_us();
-    assert_int_equal(pthread_join(t, NULL), 0);
-    ASSERT_RC(w.rc, DLOCK_OK);
-    assert_true(w.returned_us >= second_start_us);
-    int64_t latency_ms = (w.returned_us - second_end_us) / 1000;
+    ASSERT_RC(blocking_call_join(&w.call), DLOCK_OK);
+    assert_true(w.call.returned_us >= second_start_us);
+    int64_t latency_ms = (w.call.returned_us - second_end_us) / 1000;
     ASSERT_BETWEEN(latency_ms, -test_slack_ms(100), test_slack_ms(100));
     assert_int_equal(available_of(sa), 0);
     printf("# try_acquire(4): first release of 2 at %lld ms, returned %lld ms after the second "
            "(%lld ms after its start)\n",
            (long long)((first_us - start_us) / 1000), (long long)latency_ms,
-           (long long)((w.returned_us - start_us) / 1000));
+           (long long)((w.call.returned_us - start_us) / 1000));
     dlock_semaphore_free(sa);
     dlock_semaphore_free(sb);
     dlock_client_free(a);
@@ -179,34 +177,32 @@ test_releases_of_1_serve_a_waiter_needing_3_before_a_later_waiter_needing_1_of_i
     const char *channel = "redisson_sc:{fifo}";
     waiter three = {.s = sa, .permits = 3, .wait_ms = test_slack_ms(20000)};
     waiter one = {.s = sa, .permits = 1, .wait_ms = test_slack_ms(20000)};
-    pthread_t t3 = start_waiter_and_let_it_sleep(f, channel, &three, 1, 2);
+    start_waiter_and_let_it_sleep(f, channel, &three, 1, 2);
     /* the second waiter finds the subscription confirmed: one attempt, then it sleeps */
-    pthread_t t1 = start_waiter_and_let_it_sleep(f, channel, &one, 1, 1);
+    start_waiter_and_let_it_sleep(f, channel, &one, 1, 1);
     test_sleep_ms(50);
     for (int i = 1; i <= 2; i++) {
         ASSERT_RC(dlock_semaphore_release(sb, 1), DLOCK_OK);
         test_sleep_ms(200);
-        if (atomic_load(&one.returned))
+        if (blocking_call_returned(&one.call))
             fail_msg("the waiter needing 1 took a permit after release #%d, before the waiter "
                      "needing 3 (rc %s)",
-                     i, dlock_err_name(one.rc));
-        assert_false(atomic_load(&three.returned));
+                     i, dlock_err_name(one.call.rc));
+        assert_false(blocking_call_returned(&three.call));
         assert_int_equal(redis_fixture_int(f, "GET fifo"), i);
     }
     int64_t third_start_us = test_now_us();
     ASSERT_RC(dlock_semaphore_release(sb, 1), DLOCK_OK);
-    assert_int_equal(pthread_join(t3, NULL), 0);
-    ASSERT_RC(three.rc, DLOCK_OK);
-    assert_true(three.returned_us >= third_start_us);
+    ASSERT_RC(blocking_call_join(&three.call), DLOCK_OK);
+    assert_true(three.call.returned_us >= third_start_us);
     test_sleep_ms(200);
-    assert_false(atomic_load(&one.returned)); /* the 3 permits went to the first waiter */
+    assert_false(blocking_call_returned(&one.call)); /* the 3 permits went to the first waiter */
     assert_int_equal(redis_fixture_int(f, "GET fifo"), 0);
     int64_t fourth_start_us = test_now_us();
     ASSERT_RC(dlock_semaphore_release(sb, 1), DLOCK_OK);
-    assert_int_equal(pthread_join(t1, NULL), 0);
-    ASSERT_RC(one.rc, DLOCK_OK);
-    assert_true(one.returned_us >= fourth_start_us);
-    ASSERT_BETWEEN((one.returned_us - fourth_start_us) / 1000, 0, test_slack_ms(100));
+    ASSERT_RC(blocking_call_join(&one.call), DLOCK_OK);
+    assert_true(one.call.returned_us >= fourth_start_us);
+    ASSERT_BETWEEN((one.call.returned_us - fourth_start_us) / 1000, 0, test_slack_ms(100));
     assert_int_equal(redis_fixture_int(f, "GET fifo"), 0);
     dlock_semaphore_free(sa);
     dlock_semaphore_free(sb);
@@ -231,13 +227,13 @@ static void test_waiter_needing_1_gets_a_free_permit_within_100_ms_of_the_waiter
     const char *channel = "redisson_sc:{fifo-gone}";
     waiter three = {.s = sa, .permits = 3, .wait_ms = 1000};
     waiter one = {.s = sa, .permits = 1, .wait_ms = test_slack_ms(20000)};
-    pthread_t t3 = start_waiter_and_let_it_sleep(f, channel, &three, 1, 2);
-    pthread_t t1 = start_waiter_and_let_it_sleep(f, channel, &one, 1, 1);
+    start_waiter_and_let_it_sleep(f, channel, &three, 1, 2);
+    start_waiter_and_let_it_sleep(f, channel, &one, 1, 1);
     ASSERT_RC(dlock_semaphore_release(sb, 1), DLOCK_OK); /* fits the second, not the first */
-    assert_int_equal(pthread_join(t3, NULL), 0);
-    assert_int_equal(pthread_join(t1, NULL), 0);
-    int64_t after_ms = (one.returned_us - three.returned_us) / 1000;
-    int rc3 = three.rc, rc1 = one.rc;
+    blocking_call_join(&three.call);
+    blocking_call_join(&one.call);
+    int64_t after_ms = (one.call.returned_us - three.call.returned_us) / 1000;
+    int rc3 = three.call.rc, rc1 = one.call.rc;
     dlock_semaphore_free(sa);
     dlock_semaphore_free(sb);
     dlock_client_free(a);

@@ -63,7 +63,7 @@ static void test_wait_zero_makes_one_attempt_and_times_out_without_subscribing(v
     assert_int_equal(s.done_status, DLOCK_ETIMEDOUT);
     assert_int_equal(s.attempts, 1);
     assert_int_equal(subscribe_calls(w->f), subscribes_before);
-    assert_int_equal(active_channels(w->f), 0);
+    assert_int_equal(subscribed_channels(w->f), 0);
     core_view v = core_view_of(w->c);
     assert_int_equal(v.queues, 0);
     assert_int_equal(v.channels, 0);

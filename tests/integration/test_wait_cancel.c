@@ -23,7 +23,7 @@ static void test_cancel_of_a_sleeping_waiter_ends_it_canceled_after_the_call_ret
     cancel_waiters(w->c, &t, 1);
     test_sleep_ms(50);
     assert_int_equal(done_calls_of(t), 1);
-    POLL_UNTIL(ok, active_channels(w->f) == 0, test_slack_ms(500));
+    POLL_UNTIL(ok, subscribed_channels(w->f) == 0, test_slack_ms(500));
     assert_true(ok);
 }
 
@@ -65,7 +65,7 @@ static void test_queue_leaves_no_subscription_behind_when_every_waiter_is_done(v
     ws[4] = waiter_reset(4, "w:{gone-b}", "w:{gone-b}:ch", DLOCK_FOREVER, 100, &ops_wake_one);
     start_waiters(w->c, ws, 5);
     bool ok = false;
-    POLL_UNTIL(ok, active_channels(w->f) == 2, test_slack_ms(1000));
+    POLL_UNTIL(ok, subscribed_channels(w->f) == 2, test_slack_ms(1000));
     assert_true(ok);
     release(w->f, "w:{gone-a}", "w:{gone-a}:ch", NULL);
     cancel_waiters(w->c, ws + 3, 1);
@@ -83,7 +83,7 @@ static void test_queue_leaves_no_subscription_behind_when_every_waiter_is_done(v
     assert_int_equal(look(ws[3]).done_status, DLOCK_ECANCELED);
     assert_int_equal(look(ws[4]).done_status, DLOCK_OK);
 
-    POLL_UNTIL(ok, active_channels(w->f) == 0, test_slack_ms(500));
+    POLL_UNTIL(ok, subscribed_channels(w->f) == 0, test_slack_ms(500));
     assert_true(ok);
     core_view v = core_view_of(w->c);
     assert_int_equal(v.queues, 0);
@@ -119,7 +119,7 @@ static void test_client_free_ends_every_waiter_canceled_exactly_once(void **stat
     }
     /* nobody subscribed is left on the server either */
     bool ok = false;
-    POLL_UNTIL(ok, active_channels(w->f) == 0, test_slack_ms(1000));
+    POLL_UNTIL(ok, subscribed_channels(w->f) == 0, test_slack_ms(1000));
     assert_true(ok);
 }
 

@@ -111,12 +111,9 @@ static inline long long server_now_ms(redis_fixture *f) {
 
 /* How many waiter channels of name have a subscriber. */
 static inline long long channels_of(redis_fixture *f, const char *name) {
-    redisReply *r = redis_fixture_cmd(f, "PUBSUB CHANNELS redisson_lock__channel:{%s}:*", name);
-    assert_non_null(r);
-    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-    long long n = (long long)r->elements;
-    freeReplyObject(r);
-    return n;
+    char pattern[128];
+    snprintf(pattern, sizeof(pattern), "redisson_lock__channel:{%s}:*", name);
+    return subscribed_channels_matching(f, pattern);
 }
 
 static inline void hash_dump(redis_fixture *f, const char *key, char *buf, size_t size) {

@@ -10,6 +10,8 @@
 
 #include <cmocka.h>
 
+#include "core_call.h"
+
 int64_t slack_ms(int64_t ms) {
     return test_slack_ms(ms);
 }
@@ -28,6 +30,45 @@ long long numsub(redis_fixture *f, const char *channel) {
     long long n = r->element[1]->integer;
     freeReplyObject(r);
     return n;
+}
+
+static long long channels_reply_count(redisReply *r) {
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    long long n = (long long)r->elements;
+    freeReplyObject(r);
+    return n;
+}
+
+long long subscribed_channels(redis_fixture *f) {
+    return channels_reply_count(redis_fixture_cmd(f, "PUBSUB CHANNELS"));
+}
+
+long long subscribed_channels_matching(redis_fixture *f, const char *pattern) {
+    return channels_reply_count(redis_fixture_cmd(f, "PUBSUB CHANNELS %s", pattern));
+}
+
+void messages_until_end(redis_fixture *f, redisContext *s, const char *channel, char *buf,
+                        size_t size) {
+    freeReplyObject(redis_fixture_cmd(f, "PUBLISH %s end", channel));
+    buf[0] = '\0';
+    for (;;) {
+        void *m = NULL;
+        assert_int_equal(redisGetReply(s, &m), REDIS_OK);
+        redisReply *r = m;
+        assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+        assert_int_equal(r->elements, 3);
+        assert_string_equal(r->element[0]->str, "message");
+        assert_string_equal(r->element[1]->str, channel);
+        bool end = strcmp(r->element[2]->str, "end") == 0;
+        if (!end) {
+            size_t used = strlen(buf);
+            snprintf(buf + used, size - used, "%s,", r->element[2]->str);
+        }
+        freeReplyObject(r);
+        if (end)
+            return;
+    }
 }
 
 long long script_calls(redis_fixture *f) {
@@ -373,4 +414,48 @@ void masters_app_close(masters_app *a) {
     for (int i = 0; i < a->n; i++)
         ASSERT_RC(dlock_client_free(a->c[i]), DLOCK_OK);
     memset(a, 0, sizeof(*a));
+}
+
+/* ---- a blocking call on a thread of its own ------------------------------------------------ */
+
+static void *blocking_call_main(void *arg) {
+    blocking_call *c = arg;
+    c->rc = c->run(c->arg);
+    c->returned_us = test_now_us();
+    atomic_store(&c->returned, true);
+    return NULL;
+}
+
+void blocking_call_start(blocking_call *c, int (*run)(void *arg), void *arg) {
+    c->run = run;
+    c->arg = arg;
+    c->rc = DLOCK_EINVAL;
+    c->returned_us = 0;
+    atomic_init(&c->returned, false);
+    assert_int_equal(pthread_create(&c->thread, NULL, blocking_call_main, c), 0);
+}
+
+void blocking_call_start_asleep(blocking_call *c, int (*run)(void *arg), void *arg,
+                                redis_fixture *f, asleep_sign sign) {
+    long long (*attempts_of)(redis_fixture *) = sign.attempts_of ? sign.attempts_of : script_calls;
+    long long before = attempts_of(f);
+    blocking_call_start(c, run, arg);
+    bool asleep = false;
+    POLL_UNTIL(asleep,
+               numsub(f, sign.channel) == sign.subscribers &&
+                   attempts_of(f) >= before + sign.attempts,
+               test_slack_ms(3000));
+    if (!asleep)
+        fail_msg("the call did not go to sleep on %s (returned: %d, rc %s)", sign.channel,
+                 (int)atomic_load(&c->returned), dlock_err_name(c->rc));
+    assert_false(atomic_load(&c->returned));
+}
+
+bool blocking_call_returned(blocking_call *c) {
+    return atomic_load(&c->returned);
+}
+
+int blocking_call_join(blocking_call *c) {
+    assert_int_equal(pthread_join(c->thread, NULL), 0);
+    return c->rc;
 }

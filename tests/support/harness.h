@@ -3,7 +3,10 @@
  *  - assertions that print the dlock error name and dlock_last_error() text on failure
  *    (ASSERT_RC, ASSERT_OK, ASSERT_BETWEEN, ASSERT_EINVAL, ASSERT_WRONGTYPE);
  *  - a Redis server per test and what a test reads back from it (start_server, numsub,
- *    script_calls, total_commands, pttl_of, subscribe_to, owner_field, db_state);
+ *    subscribed_channels, script_calls, total_commands, pttl_of, subscribe_to, owner_field,
+ *    db_state);
+ *  - a blocking call on a thread of its own, started and left asleep as a waiter
+ *    (blocking_call_start_asleep);
  *  - the loop harness of the async-face tests: a libev loop of the test's own, polled
  *    from the test thread, with a client on it (polling_loop_new, connect_on_loop,
  *    RUN_LOOP_UNTIL, run_loop_for, sync_with_client).
@@ -19,6 +22,8 @@
 #ifndef DLOCK_TEST_HARNESS_H
 #define DLOCK_TEST_HARNESS_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -76,6 +81,11 @@ redis_fixture *start_server(void);
 /* Subscribers of channel (PUBSUB NUMSUB). */
 long long numsub(redis_fixture *f, const char *channel);
 
+/* Channels with at least one subscriber (PUBSUB CHANNELS), of any client. */
+long long subscribed_channels(redis_fixture *f);
+/* The same for the channels matching pattern (PUBSUB CHANNELS pattern). */
+long long subscribed_channels_matching(redis_fixture *f, const char *pattern);
+
 /* Script calls the server ran so far (EVALSHA, and EVAL after a script-cache miss). */
 long long script_calls(redis_fixture *f);
 
@@ -90,6 +100,11 @@ long long pttl_of(redis_fixture *f, const char *key);
 redisContext *subscribe_to(redis_fixture *f, const char *channel);
 /* The same subscribed to the channels matching pattern (PSUBSCRIBE). */
 redisContext *psubscribe_to(redis_fixture *f, const char *pattern);
+
+/* Publishes "end" on channel (through the fixture), then reads s (subscribed to channel)
+ * up to that message and writes the payloads before it as "a,b,c," into buf. */
+void messages_until_end(redis_fixture *f, redisContext *s, const char *channel, char *buf,
+                        size_t size);
 
 /* The "<client id>:<owner>" hash field under which c's owner holds a lock. */
 void owner_field(dlock_client *c, uint64_t owner, char *buf, size_t size);
@@ -131,6 +146,41 @@ dlock_client *connect_client(redis_fixture *f);
 int test_client_new(redis_fixture *f, const test_client_cfg *cfg, dlock_client **out);
 /* dlock_options for a client of f (or cfg.url) with cfg applied; o.url points into f. */
 void test_client_options(redis_fixture *f, const test_client_cfg *cfg, dlock_options *o);
+
+/* ---- a blocking call on a thread of its own ------------------------------------------------ */
+
+/* A blocking call (an acquire, an await) made on a thread of the test's, so that the test
+ * can act while it waits. run(arg) makes the call and returns its status. */
+typedef struct blocking_call {
+    int (*run)(void *arg);
+    void *arg;
+    pthread_t thread;
+    int rc;              /* run's status, once returned */
+    int64_t returned_us; /* test_now_us() right after run returned */
+    atomic_bool returned;
+} blocking_call;
+
+/* How a test tells that the call sleeps as a waiter: `subscribers` clients are subscribed to
+ * channel, and the server ran at least `attempts` more of the commands attempts_of counts
+ * (NULL: script_calls) since the call started: its first look, and the one made after its
+ * subscription was confirmed, both answered "not yet". */
+typedef struct asleep_sign {
+    const char *channel;
+    long long subscribers;
+    long long attempts;
+    long long (*attempts_of)(redis_fixture *f);
+} asleep_sign;
+
+/* Starts run(arg) on a new thread. */
+void blocking_call_start(blocking_call *c, int (*run)(void *arg), void *arg);
+/* Starts it and returns once it sleeps as sign says; fails the test if it is not asleep
+ * within 3 s (by the slack rule) or has returned. */
+void blocking_call_start_asleep(blocking_call *c, int (*run)(void *arg), void *arg,
+                                redis_fixture *f, asleep_sign sign);
+/* Whether run has returned. */
+bool blocking_call_returned(blocking_call *c);
+/* Joins the thread; run's status. */
+int blocking_call_join(blocking_call *c);
 
 /* ---- lost callbacks -------------------------------------------------------------------------- */
 

@@ -103,30 +103,6 @@ static inline size_t timeout_set(redis_fixture *f, const char *key, zentry *out,
     return n;
 }
 
-/* Publishes "end" on channel, then reads s up to it: the payloads before it as "a,b,". */
-static inline void messages_until_end(redis_fixture *f, redisContext *s, const char *channel,
-                                      char *buf, size_t size) {
-    freeReplyObject(redis_fixture_cmd(f, "PUBLISH %s end", channel));
-    buf[0] = '\0';
-    for (;;) {
-        void *m = NULL;
-        assert_int_equal(redisGetReply(s, &m), REDIS_OK);
-        redisReply *r = m;
-        assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-        assert_int_equal(r->elements, 3);
-        assert_string_equal(r->element[0]->str, "message");
-        assert_string_equal(r->element[1]->str, channel);
-        bool end = strcmp(r->element[2]->str, "end") == 0;
-        if (!end) {
-            size_t used = strlen(buf);
-            snprintf(buf + used, size - used, "%s,", r->element[2]->str);
-        }
-        freeReplyObject(r);
-        if (end)
-            return;
-    }
-}
-
 /* Waits until the server's clock is past ms (a lease end read from the sorted set). */
 static inline void wait_server_time_past(redis_fixture *f, long long ms) {
     bool past = false;
@@ -140,32 +116,19 @@ typedef struct waiter {
     dlock_permits *p;
     int64_t wait_ms;
     int64_t lease_ms;
-    int rc;
     dlock_permit_id id;
-    int64_t returned_us;
-    atomic_bool returned;
+    blocking_call call;
 } waiter;
 
-static inline void *acquire_on_thread(void *arg) {
+static inline int waiter_acquire(void *arg) {
     waiter *w = arg;
-    w->rc = dlock_permits_acquire(w->p, w->wait_ms, w->lease_ms, &w->id);
-    w->returned_us = test_now_us();
-    atomic_store(&w->returned, true);
-    return NULL;
+    return dlock_permits_acquire(w->p, w->wait_ms, w->lease_ms, &w->id);
 }
 
-static inline pthread_t start_waiter_and_let_it_sleep(redis_fixture *f, const char *channel,
-                                                      waiter *w) {
-    long long scripts_before = script_calls(f);
-    atomic_init(&w->returned, false);
-    pthread_t t;
-    assert_int_equal(pthread_create(&t, NULL, acquire_on_thread, w), 0);
-    bool asleep = false;
-    POLL_UNTIL(asleep, numsub(f, channel) == 1 && script_calls(f) >= scripts_before + 2,
-               test_slack_ms(3000));
-    assert_true(asleep);
-    assert_false(atomic_load(&w->returned));
-    return t;
+/* Starts w's acquire on a new thread and returns once it sleeps as a waiter: subscribed,
+ * and both of its attempts ran. */
+static inline void start_waiter_and_let_it_sleep(redis_fixture *f, const char *channel, waiter *w) {
+    blocking_call_start_asleep(&w->call, waiter_acquire, w, f, (asleep_sign){channel, 1, 2, NULL});
 }
 
 #endif

@@ -38,68 +38,27 @@ static inline int64_t available_of(dlock_semaphore *s) {
     return n;
 }
 
-/* Publishes "end" on channel (through the fixture), then reads s up to that message and
- * writes the payloads before it as "a,b,c," into buf. */
-static inline void messages_until_end(redis_fixture *f, redisContext *s, const char *channel,
-                                      char *buf, size_t size) {
-    freeReplyObject(redis_fixture_cmd(f, "PUBLISH %s end", channel));
-    buf[0] = '\0';
-    for (;;) {
-        void *m = NULL;
-        assert_int_equal(redisGetReply(s, &m), REDIS_OK);
-        redisReply *r = m;
-        assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-        assert_int_equal(r->elements, 3);
-        assert_string_equal(r->element[0]->str, "message");
-        assert_string_equal(r->element[1]->str, channel);
-        bool end = strcmp(r->element[2]->str, "end") == 0;
-        if (!end) {
-            size_t used = strlen(buf);
-            snprintf(buf + used, size - used, "%s,", r->element[2]->str);
-        }
-        freeReplyObject(r);
-        if (end)
-            return;
-    }
-}
-
 /* ---- a blocking acquire on its own thread ------------------------------------------------ */
 
 typedef struct waiter {
     dlock_semaphore *s;
     int64_t permits;
     int64_t wait_ms;
-    int rc;
-    int64_t returned_us;
-    atomic_bool returned;
+    blocking_call call;
 } waiter;
 
-static inline void *acquire_on_thread(void *arg) {
+static inline int waiter_try_acquire(void *arg) {
     waiter *w = arg;
-    w->rc = dlock_semaphore_try_acquire(w->s, w->permits, w->wait_ms);
-    w->returned_us = test_now_us();
-    atomic_store(&w->returned, true);
-    return NULL;
+    return dlock_semaphore_try_acquire(w->s, w->permits, w->wait_ms);
 }
 
-/* Starts w on a new thread and returns once it sleeps as a waiter: its channel has
- * `subscribers` subscribed clients and at least `attempts` more script calls ran. */
-static inline pthread_t start_waiter_and_let_it_sleep(redis_fixture *f, const char *channel,
-                                                      waiter *w, long long subscribers,
-                                                      int attempts) {
-    long long scripts_before = script_calls(f);
-    atomic_init(&w->returned, false);
-    pthread_t t;
-    assert_int_equal(pthread_create(&t, NULL, acquire_on_thread, w), 0);
-    bool asleep = false;
-    POLL_UNTIL(asleep,
-               numsub(f, channel) == subscribers && script_calls(f) >= scripts_before + attempts,
-               test_slack_ms(3000));
-    if (!asleep)
-        fail_msg("the waiter did not go to sleep (returned: %d, rc %s)",
-                 (int)atomic_load(&w->returned), dlock_err_name(w->rc));
-    assert_false(atomic_load(&w->returned));
-    return t;
+/* Starts w's try_acquire on a new thread and returns once it sleeps as a waiter: its
+ * channel has `subscribers` subscribed clients and at least `attempts` more script calls
+ * ran. */
+static inline void start_waiter_and_let_it_sleep(redis_fixture *f, const char *channel, waiter *w,
+                                                 long long subscribers, int attempts) {
+    blocking_call_start_asleep(&w->call, waiter_try_acquire, w, f,
+                               (asleep_sign){channel, subscribers, attempts, NULL});
 }
 
 #endif

@@ -17,6 +17,7 @@
 
 #include "core.h"
 #include "core_call.h"
+#include "harness.h"
 #include "redis_fixture.h"
 #include "test_util.h"
 
@@ -304,15 +305,6 @@ static inline void wait_settled(test_waiter **ws, size_t n, int min_attempts) {
 }
 
 /* ---- reading the server's and the core's view ------------------------------------------------ */
-
-static inline long long active_channels(redis_fixture *f) {
-    redisReply *r = redis_fixture_cmd(f, "PUBSUB CHANNELS");
-    assert_non_null(r);
-    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-    long long n = (long long)r->elements;
-    freeReplyObject(r);
-    return n;
-}
 
 static inline long long subscribe_calls(redis_fixture *f) {
     return redis_fixture_info_int(f, "commandstats", "cmdstat_subscribe.calls");
