@@ -34,6 +34,7 @@
 #include "dlock/error.h"
 #include "dlock/client.h"
 #include "dlock/lock.h"
+#include "dlock/spinlock.h"
 #include "dlock/rwlock.h"
 #include "dlock/semaphore.h"
 #include "dlock/latch.h"

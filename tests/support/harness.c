@@ -80,6 +80,18 @@ long long total_commands(redis_fixture *f) {
     return redis_fixture_info_int(f, "stats", "total_commands_processed");
 }
 
+long long commands_but_info(redis_fixture *f) {
+    long long total = total_commands(f);        /* without the INFO reading it */
+    long long infos = command_calls(f, "info"); /* with the one above, without itself */
+    return total - (infos - 1);
+}
+
+long long command_calls(redis_fixture *f, const char *name) {
+    char field[64];
+    snprintf(field, sizeof(field), "cmdstat_%s.calls", name);
+    return redis_fixture_info_int(f, "commandstats", field);
+}
+
 long long pttl_of(redis_fixture *f, const char *key) {
     return redis_fixture_int(f, "PTTL %s", key);
 }

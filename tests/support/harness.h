@@ -92,6 +92,14 @@ long long script_calls(redis_fixture *f);
 /* Commands the server processed so far (INFO stats total_commands_processed). */
 long long total_commands(redis_fixture *f);
 
+/* Commands the server processed so far besides INFO: what clients sent, not counting the
+ * test's own readings of the server's stats (one INFO reads the total, another the INFO
+ * count, in which the first is counted). */
+long long commands_but_info(redis_fixture *f);
+
+/* Calls of one command so far (INFO commandstats; name in lower case: "exists"). */
+long long command_calls(redis_fixture *f, const char *name);
+
 /* PTTL of key: -2 absent, -1 no expiry. */
 long long pttl_of(redis_fixture *f, const char *key);
 
