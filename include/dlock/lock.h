@@ -1,6 +1,7 @@
-/* dlock/lock.h — locks: the reentrant lock (Redisson RLock) and the fenced lock
- * (RFencedLock). Later lock kinds (fair, read-write halves, MultiLock, RedLock) use the
- * same handle type and the same calls.
+/* dlock/lock.h — the lock handle and every call on it, for every kind of lock: the
+ * reentrant lock (Redisson RLock) and the fenced lock (RFencedLock) made here, and the
+ * kinds made by their own headers on the same handle type (fair lock, the read-write
+ * lock's halves, spin lock, MultiLock, RedLock).
  *
  * A lock is held by an owner: on the blocking face the calling thread
  * (dlock_thread_owner()), on the async face an explicit non-zero id the application
@@ -25,6 +26,7 @@
 
 #include "dlock/client.h"
 #include "dlock/export.h"
+#include "dlock/timeouts.h" /* DLOCK_FOREVER, DLOCK_WATCHDOG */
 
 #ifdef __cplusplus
 extern "C" {
@@ -32,8 +34,6 @@ extern "C" {
 
 typedef struct dlock_lock dlock_lock;
 
-#define DLOCK_WATCHDOG (-1) /* lease: hold until released; the watchdog renews it */
-#define DLOCK_FOREVER (-1)  /* wait: until obtained */
 
 /* A reentrant lock named name (any bytes but NUL, up to 64 KiB) on client c. No I/O. The
  * handle is the application's; free it with dlock_lock_free() before the client.

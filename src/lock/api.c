@@ -5,6 +5,7 @@
  * src/fairlock, src/rwlock) and composites (src/multilock). */
 #include "dlock/lock.h"
 #include "dlock_int.h"
+#include "dlock_object.h"
 #include "lock_class.h"
 
 /* Every public call but dlock_lock_name and dlock_lock_free starts here: a freed handle
@@ -13,12 +14,6 @@ static int check_lock(const dlock_lock *l) {
     if (!l)
         return dlock__fail(DLOCK_EINVAL, "lock is NULL");
     return l->cls->check ? l->cls->check(l) : DLOCK_OK;
-}
-
-static int check_wait(int64_t wait_ms) {
-    if (wait_ms < 0 && wait_ms != DLOCK_FOREVER)
-        return dlock__fail(DLOCK_EINVAL, "wait_ms must be >= 0 or DLOCK_FOREVER");
-    return DLOCK_OK;
 }
 
 static int check_lease(int64_t lease_ms) {
@@ -52,7 +47,7 @@ const char *dlock_lock_name(const dlock_lock *l) {
 
 int dlock_lock_try_acquire(dlock_lock *l, int64_t wait_ms, int64_t lease_ms) {
     int rc;
-    if ((rc = check_lock(l)) || (rc = check_wait(wait_ms)) || (rc = check_lease(lease_ms)))
+    if ((rc = check_lock(l)) || (rc = dlock__check_wait_ms(wait_ms)) || (rc = check_lease(lease_ms)))
         return rc;
     return l->cls->try_acquire(l, dlock_thread_owner(), wait_ms, lease_ms);
 }
@@ -118,7 +113,7 @@ int dlock_lock_on_lost(dlock_lock *l, dlock_lost_cb cb, void *arg) {
 int dlock_lock_acquire_async(dlock_lock *l, uint64_t owner, int64_t wait_ms, int64_t lease_ms,
                              dlock_lock_cb cb, void *arg) {
     int rc;
-    if ((rc = check_lock(l)) || (rc = check_wait(wait_ms)) || (rc = check_lease(lease_ms)) ||
+    if ((rc = check_lock(l)) || (rc = dlock__check_wait_ms(wait_ms)) || (rc = check_lease(lease_ms)) ||
         (rc = check_async(l, owner, cb, l->cls->acquire_async != NULL)))
         return rc;
     return l->cls->acquire_async(l, owner, wait_ms, lease_ms, cb, arg);

@@ -8,6 +8,7 @@
  * Scripts beside this file: acquire.lua, release.lua, force_release.lua; the watchdog
  * renews with the core's renew_hash.lua. (set_lease.lua and raise_token.lua serve the
  * composites, member.h.) */
+#include "dlock_object.h"
 #include "lock_engine.h"
 
 /* acquire.lua: KEYS N [token key]; ARGV lease, field, believed holds */
@@ -39,13 +40,6 @@ static int force_args(const dlock__lock_view *v, dlock__args *a) {
     return 2;
 }
 
-/* A freed lock lets one waiter of each client in: the others stay asleep. */
-static int wake_one(const char *msg, size_t len) {
-    (void)msg;
-    (void)len;
-    return 1;
-}
-
 static const dlock__lock_kind reentrant_kind = {
     .what = "lock",
     .acquire_script = DLOCK__SCRIPT_LOCK_ACQUIRE,
@@ -55,7 +49,7 @@ static const dlock__lock_kind reentrant_kind = {
     .release_args = release_args,
     .force_args = force_args,
     .renew_script = DLOCK__SCRIPT_CORE_RENEW_HASH,
-    .wake_count = wake_one,
+    .wake_count = dlock__wake_one, /* a freed lock lets one waiter of each client in */
 };
 
 int dlock_lock_new(dlock_client *c, const char *name, dlock_lock **out) {
