@@ -12,6 +12,10 @@
  * before any renewal could confirm it (Redis unreachable, replies too slow): the primitive
  * is told once, and the lease leaves the registry.
  *
+ * When the client lands on another master (a Sentinel failover), dlock__renew_now renews
+ * every held lease at once instead of at the next tick: a lease the new master lacks (the
+ * replica had not received it) is reported lost as soon as the new master can say so.
+ *
  * A lease is registered (pending) before its acquire is sent and dropped as soon as its
  * release starts, so a renewal can never resurrect a lock its owner is releasing, and a
  * release can never run ahead of the registration. A lease named by a renewal call still
@@ -199,13 +203,9 @@ static void send_batch(dlock_client *c, enum dlock__script_id script, renew_batc
     }
 }
 
-static void on_tick(dlock__timer *t, void *arg) {
-    dlock_client *c = arg;
+/* Sends one renewal of every held lease. */
+static void renew_all(dlock_client *c) {
     dlock__renew *r = &c->renew;
-    if (!r->held_head)
-        return;
-    r->ticks++;
-    dlock__timer_start_at(&c->sched, t, t->due_ms + tick_period_ms(c));
     size_t cap = (size_t)c->opts.renew_batch;
     /* One open batch per renew script; a batch leaves as soon as it is full. */
     renew_batch *open[DLOCK__SCRIPT_COUNT > 0 ? DLOCK__SCRIPT_COUNT : 1];
@@ -228,6 +228,15 @@ static void on_tick(dlock__timer *t, void *arg) {
     for (size_t s = 0; s < sizeof(open) / sizeof(open[0]); s++)
         if (open[s])
             send_batch(c, (enum dlock__script_id)s, open[s]);
+}
+
+static void on_tick(dlock__timer *t, void *arg) {
+    dlock_client *c = arg;
+    if (!c->renew.held_head)
+        return;
+    c->renew.ticks++;
+    dlock__timer_start_at(&c->sched, t, t->due_ms + tick_period_ms(c));
+    renew_all(c);
 }
 
 /* ---- the registry's API ----------------------------------------------------------------- */
@@ -299,6 +308,11 @@ void dlock__lease_held(dlock__lease *l, int64_t sent_at_ms) {
         dlock__timer_start(&c->sched, &r->tick_timer, tick_period_ms(c));
     if (r->held_head == l)
         arm_expiry(r, c);
+}
+
+void dlock__renew_now(dlock_client *c) {
+    if (c->renew.held_head)
+        renew_all(c);
 }
 
 int dlock__lease_lost_reason(const dlock__lease *l) { return l->lost_reason; }
