@@ -37,6 +37,30 @@ static dlock_lock *new_spin(dlock_client *c, const char *name) {
     return l;
 }
 
+/* Two clients of one fresh server, each with a spin lock on one name: a holds, b contends. */
+typedef struct duel {
+    redis_fixture *f;
+    dlock_client *a, *b;
+    dlock_lock *la, *lb;
+} duel;
+
+/* a's client gets cfg_a; b's the defaults. */
+static void duel_open(duel *d, const char *name, test_client_cfg cfg_a) {
+    d->f = start_server();
+    d->a = connect_client_cfg(d->f, cfg_a);
+    d->b = connect_client(d->f);
+    d->la = new_spin(d->a, name);
+    d->lb = new_spin(d->b, name);
+}
+
+static void duel_close(duel *d) {
+    dlock_lock_free(d->la);
+    dlock_lock_free(d->lb);
+    dlock_client_free(d->a);
+    dlock_client_free(d->b);
+    redis_fixture_stop(d->f);
+}
+
 /* Every pub/sub command the server ran, from clients or inside scripts (commandstats counts
  * both). */
 static long long pubsub_calls(redis_fixture *f) {
@@ -162,81 +186,67 @@ static void test_a_spin_lock_and_a_reentrant_lock_of_one_name_exclude_each_other
 static void test_try_acquire_on_a_held_spin_lock_times_out_after_its_wait(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
-    redis_fixture *f = start_server();
-    dlock_client *a = connect_client(f);
-    dlock_client *b = connect_client(f);
-    dlock_lock *la = new_spin(a, "busy");
-    dlock_lock *lb = new_spin(b, "busy");
-    ASSERT_OK(dlock_lock_acquire(la, 20000));
+    duel d;
+    duel_open(&d, "busy", (test_client_cfg){0});
+    ASSERT_OK(dlock_lock_acquire(d.la, 20000));
 
     int64_t start = test_now_ms();
-    ASSERT_RC(dlock_lock_try_acquire(lb, 300, 10000), DLOCK_ETIMEDOUT);
+    ASSERT_RC(dlock_lock_try_acquire(d.lb, 300, 10000), DLOCK_ETIMEDOUT);
     int64_t took = test_now_ms() - start;
     ASSERT_BETWEEN(took, 300, test_slack_ms(450));
     assert_non_null(strstr(dlock_last_error(), "spin lock"));
 
-    long long scripts = script_calls(f);
+    long long scripts = script_calls(d.f);
     start = test_now_ms();
-    ASSERT_RC(dlock_lock_try_acquire(lb, 0, 10000), DLOCK_ETIMEDOUT); /* one attempt */
+    ASSERT_RC(dlock_lock_try_acquire(d.lb, 0, 10000), DLOCK_ETIMEDOUT); /* one attempt */
     ASSERT_BETWEEN(test_now_ms() - start, 0, test_slack_ms(100));
-    assert_int_equal(script_calls(f) - scripts, 1);
+    assert_int_equal(script_calls(d.f) - scripts, 1);
 
     char field[FIELD_MAX];
-    owner_field(a, dlock_thread_owner(), field, sizeof(field));
-    assert_int_equal(redis_fixture_int(f, "HGET busy %s", field), 1); /* untouched */
-    assert_int_equal(redis_fixture_int(f, "HLEN busy"), 1);
-    ASSERT_OK(dlock_lock_release(la));
-    dlock_lock_free(la);
-    dlock_lock_free(lb);
-    dlock_client_free(a);
-    dlock_client_free(b);
-    redis_fixture_stop(f);
+    owner_field(d.a, dlock_thread_owner(), field, sizeof(field));
+    assert_int_equal(redis_fixture_int(d.f, "HGET busy %s", field), 1); /* untouched */
+    assert_int_equal(redis_fixture_int(d.f, "HLEN busy"), 1);
+    ASSERT_OK(dlock_lock_release(d.la));
+    duel_close(&d);
 }
 
 static void test_a_waiter_gets_the_lock_after_release_with_no_publish_and_no_subscribe(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
-    redis_fixture *f = start_server();
-    dlock_client *a = connect_client(f);
-    dlock_client *b = connect_client(f);
-    dlock_lock *la = new_spin(a, "quiet");
-    dlock_lock *lb = new_spin(b, "quiet");
-    long long pubsub_before = pubsub_calls(f);
-    ASSERT_OK(dlock_lock_acquire(la, DLOCK_WATCHDOG));
+    duel d;
+    duel_open(&d, "quiet", (test_client_cfg){0});
+    long long pubsub_before = pubsub_calls(d.f);
+    ASSERT_OK(dlock_lock_acquire(d.la, DLOCK_WATCHDOG));
 
-    long long scripts = script_calls(f);
+    long long scripts = script_calls(d.f);
     waiting_owner w;
-    waiting_owner_start(&w, lb, DLOCK_FOREVER);
+    waiting_owner_start(&w, d.lb, DLOCK_FOREVER);
     bool ok = false;
-    POLL_UNTIL(ok, script_calls(f) - scripts >= 4, test_slack_ms(2000)); /* busy 4 times */
+    POLL_UNTIL(ok, script_calls(d.f) - scripts >= 4, test_slack_ms(2000)); /* busy 4 times */
     assert_true(ok);
-    assert_int_equal(numsub(f, "redisson_lock__channel:{quiet}"), 0);
-    assert_no_subscriptions(f);
+    assert_int_equal(numsub(d.f, "redisson_lock__channel:{quiet}"), 0);
+    assert_no_subscriptions(d.f);
 
     int64_t released_ms = test_now_ms();
-    ASSERT_OK(dlock_lock_release(la));
+    ASSERT_OK(dlock_lock_release(d.la));
     assert_int_equal(pthread_join(w.thread, NULL), 0);
     ASSERT_OK(w.acquire_rc);
     ASSERT_OK(w.release_rc);
     /* seen at its next attempt: at most one backoff step after the release */
     ASSERT_BETWEEN(w.acquired_ms - released_ms, 0, test_slack_ms(BACKOFF_MAX_MS + 50));
-    assert_int_equal(pubsub_calls(f), pubsub_before);
-    assert_no_subscriptions(f);
+    assert_int_equal(pubsub_calls(d.f), pubsub_before);
+    assert_no_subscriptions(d.f);
 
     /* the counters do see a release's PUBLISH from inside a script: a reentrant lock's */
     dlock_lock *plain = NULL;
-    ASSERT_OK(dlock_lock_new(a, "loud", &plain));
+    ASSERT_OK(dlock_lock_new(d.a, "loud", &plain));
     ASSERT_OK(dlock_lock_acquire(plain, 10000));
     ASSERT_OK(dlock_lock_release(plain));
-    assert_int_equal(pubsub_calls(f), pubsub_before + 1);
+    assert_int_equal(pubsub_calls(d.f), pubsub_before + 1);
     printf("# the waiter had the lock %lld ms after the release\n",
            (long long)(w.acquired_ms - released_ms));
     dlock_lock_free(plain);
-    dlock_lock_free(la);
-    dlock_lock_free(lb);
-    dlock_client_free(a);
-    dlock_client_free(b);
-    redis_fixture_stop(f);
+    duel_close(&d);
 }
 
 /* Attempts (script calls) of one try_acquire of wait_ms on a lock held all along. */
@@ -251,53 +261,39 @@ static long long attempts_in_wait(redis_fixture *f, dlock_lock *waiter, int64_t 
 static void test_a_wait_backs_off_from_1_ms_doubling_to_128_ms_steps(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
-    redis_fixture *f = start_server();
-    dlock_client *a = connect_client(f);
-    dlock_client *b = connect_client(f);
-    dlock_lock *la = new_spin(a, "paced");
-    dlock_lock *lb = new_spin(b, "paced");
+    duel d;
+    duel_open(&d, "paced", (test_client_cfg){0});
     /* an explicit lease and no watchdog: the holder sends nothing in the windows */
-    ASSERT_OK(dlock_lock_acquire(la, 60000));
+    ASSERT_OK(dlock_lock_acquire(d.la, 60000));
 
     /* 120 ms: the first attempt, then pauses of 1, 2, 4, 8, 16, 32, 64 ms (each less up to a
      * quarter) and the one at the deadline: about 8. A fixed 128 ms pause would give 2. */
-    long long early = attempts_in_wait(f, lb, 120);
+    long long early = attempts_in_wait(d.f, d.lb, 120);
     /* 1500 ms: the same 8 in the first ~127 ms, then one every 96..128 ms: 19..24. A 1 ms
      * poll would send over a thousand. */
-    long long later = attempts_in_wait(f, lb, 1500);
+    long long later = attempts_in_wait(d.f, d.lb, 1500);
     printf("# attempts: %lld in a 120 ms wait, %lld in a 1500 ms wait\n", early, later);
     ASSERT_BETWEEN(early, 3, 10);
     ASSERT_BETWEEN(later, 8, 26);
     /* after the doubling, the 1380 ms more cost at most one attempt per 96 ms */
     ASSERT_BETWEEN(later - early, 1, 1380 / 96 + 2);
-    assert_no_subscriptions(f);
-    ASSERT_OK(dlock_lock_release(la));
-    dlock_lock_free(la);
-    dlock_lock_free(lb);
-    dlock_client_free(a);
-    dlock_client_free(b);
-    redis_fixture_stop(f);
+    assert_no_subscriptions(d.f);
+    ASSERT_OK(dlock_lock_release(d.la));
+    duel_close(&d);
 }
 
 static void test_a_waiter_looks_again_when_the_holders_lease_runs_out(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
-    redis_fixture *f = start_server();
-    dlock_client *a = connect_client(f);
-    dlock_client *b = connect_client(f);
-    dlock_lock *la = new_spin(a, "leased");
-    dlock_lock *lb = new_spin(b, "leased");
-    ASSERT_OK(dlock_lock_acquire(la, 400));
+    duel d;
+    duel_open(&d, "leased", (test_client_cfg){0});
+    ASSERT_OK(dlock_lock_acquire(d.la, 400));
     int64_t start = test_now_ms();
-    ASSERT_OK(dlock_lock_try_acquire(lb, 5000, 10000));
+    ASSERT_OK(dlock_lock_try_acquire(d.lb, 5000, 10000));
     /* Redis frees it at 400 ms; the waiter is then at most one pause late */
     ASSERT_BETWEEN(test_now_ms() - start, 350, test_slack_ms(400 + BACKOFF_MAX_MS + 50));
-    ASSERT_OK(dlock_lock_release(lb));
-    dlock_lock_free(la);
-    dlock_lock_free(lb);
-    dlock_client_free(a);
-    dlock_client_free(b);
-    redis_fixture_stop(f);
+    ASSERT_OK(dlock_lock_release(d.lb));
+    duel_close(&d);
 }
 
 /* ---- contention ------------------------------------------------------------------------------ */
@@ -412,38 +408,31 @@ static void test_force_release_by_another_client_calls_the_lost_callback_and_pub
     void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
-    redis_fixture *f = start_server();
     const int64_t watchdog = 300;
-    dlock_client *a = connect_client_cfg(f, (test_client_cfg){.watchdog_ms = watchdog});
-    dlock_client *b = connect_client(f);
-    dlock_lock *la = new_spin(a, "taken");
-    dlock_lock *lb = new_spin(b, "taken");
+    duel d;
+    duel_open(&d, "taken", (test_client_cfg){.watchdog_ms = watchdog});
     lost_reset();
-    ASSERT_OK(dlock_lock_on_lost(la, record_lost, NULL));
-    ASSERT_OK(dlock_lock_acquire(la, DLOCK_WATCHDOG));
-    long long pubsub_before = pubsub_calls(f);
+    ASSERT_OK(dlock_lock_on_lost(d.la, record_lost, NULL));
+    ASSERT_OK(dlock_lock_acquire(d.la, DLOCK_WATCHDOG));
+    long long pubsub_before = pubsub_calls(d.f);
 
     bool was_locked = false;
-    ASSERT_OK(dlock_lock_force_release(lb, &was_locked));
+    ASSERT_OK(dlock_lock_force_release(d.lb, &was_locked));
     assert_true(was_locked);
-    assert_int_equal(redis_fixture_int(f, "EXISTS taken"), 0);
-    assert_int_equal(pubsub_calls(f), pubsub_before);
+    assert_int_equal(redis_fixture_int(d.f, "EXISTS taken"), 0);
+    assert_int_equal(pubsub_calls(d.f), pubsub_before);
     bool ok = false;
     POLL_UNTIL(ok, lost_calls() == 1, test_slack_ms(watchdog + 500)); /* the next renewal */
     assert_true(ok);
     lost_record r = lost_get();
     assert_int_equal(r.reason, DLOCK_ELOST);
     assert_true(r.owner == dlock_thread_owner());
-    assert_ptr_equal(r.lock, la);
-    ASSERT_RC(dlock_lock_release(la), DLOCK_ELOST);
+    assert_ptr_equal(r.lock, d.la);
+    ASSERT_RC(dlock_lock_release(d.la), DLOCK_ELOST);
 
-    ASSERT_OK(dlock_lock_force_release(lb, &was_locked));
+    ASSERT_OK(dlock_lock_force_release(d.lb, &was_locked));
     assert_false(was_locked);
-    dlock_lock_free(la);
-    dlock_lock_free(lb);
-    dlock_client_free(a);
-    dlock_client_free(b);
-    redis_fixture_stop(f);
+    duel_close(&d);
 }
 
 /* ---- the async face on the application's loop ------------------------------------------ */
