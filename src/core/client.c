@@ -37,13 +37,21 @@ void dlock_options_init(dlock_options *o) {
 
 /* ---- settings a primitive reads ------------------------------------------------------- */
 
-int64_t dlock__client_watchdog_ms(const dlock_client *c) { return c->opts.watchdog_ms; }
+int64_t dlock__client_watchdog_ms(const dlock_client *c) {
+    return c->opts.watchdog_ms;
+}
 
-int64_t dlock__client_fair_wait_ms(const dlock_client *c) { return c->opts.fair_wait_ms; }
+int64_t dlock__client_fair_wait_ms(const dlock_client *c) {
+    return c->opts.fair_wait_ms;
+}
 
-const char *dlock__client_endpoint(const dlock_client *c) { return c->endpoint_key; }
+const char *dlock__client_endpoint(const dlock_client *c) {
+    return c->endpoint_key;
+}
 
-const char *dlock_client_id(const dlock_client *c) { return c ? c->id : ""; }
+const char *dlock_client_id(const dlock_client *c) {
+    return c ? c->id : "";
+}
 
 /* ---- options ---------------------------------------------------------------------------- */
 
@@ -64,8 +72,7 @@ static int take_options(const dlock_options *in, dlock_options *out, dlock__endp
     if (out->timeout_ms < 1 || out->timeout_ms > DLOCK_MAX_TIME_MS)
         return dlock__fail(DLOCK_EINVAL, "timeout_ms must be from 1 to DLOCK_MAX_TIME_MS");
     if (out->connect_timeout_ms < 1 || out->connect_timeout_ms > DLOCK_MAX_TIME_MS)
-        return dlock__fail(DLOCK_EINVAL,
-                           "connect_timeout_ms must be from 1 to DLOCK_MAX_TIME_MS");
+        return dlock__fail(DLOCK_EINVAL, "connect_timeout_ms must be from 1 to DLOCK_MAX_TIME_MS");
     if (out->retry_attempts < 0 || out->retry_attempts > 1000)
         return dlock__fail(DLOCK_EINVAL, "retry_attempts must be from 0 to 1000");
     if (out->retry_delay_ms < 0 || out->retry_delay_ms > 3600000)
@@ -113,9 +120,9 @@ static void *io_thread_main(void *arg) {
 }
 
 /* Starts the I/O thread with every signal blocked: the application's signals go to its
- * own threads, and the SIGPIPE that hiredis' plain write() raises when Redis closed the
- * socket stays pending on this thread instead of killing the process (write then fails
- * with EPIPE and the link reconnects). */
+ * own threads, and a SIGPIPE that OpenSSL's write() raises when Redis closed a TLS socket
+ * stays pending on this thread instead of killing the process (write then fails with EPIPE
+ * and the link reconnects; plain sockets send with MSG_NOSIGNAL). */
 static int start_io_thread(dlock_client *c) {
     sigset_t all, old;
     sigfillset(&all);
@@ -177,7 +184,9 @@ static void destroy_leftover(const char *key, void *value, void *arg) {
     shared_destroy(value); /* a handle the application never freed */
 }
 
-bool dlock__client_closing(const dlock_client *c) { return atomic_load(&c->closing); }
+bool dlock__client_closing(const dlock_client *c) {
+    return atomic_load(&c->closing);
+}
 
 static void client_destroy(dlock_client *c) {
     dlock__map_each(&c->shared, destroy_leftover, NULL);
@@ -185,6 +194,7 @@ static void client_destroy(dlock_client *c) {
     if (c->own_loop && c->loop)
         dlock__loop_free(c->loop);
     dlock__endpoint_free(&c->endpoint);
+    dlock__tls_free(c->tls);
     dlock__free(c->script_sha);
     pthread_mutex_destroy(&c->ready_mu);
     pthread_cond_destroy(&c->ready_cond);
@@ -216,6 +226,15 @@ static int client_create(const dlock_options *o, dlock__loop *loop, dlock_client
     }
     c->opts = opts;
     c->endpoint = ep;
+    if (ep.tls) {
+        char err[300];
+        rc = dlock__tls_new(&c->endpoint, &c->tls, err, sizeof(err));
+        if (rc != DLOCK_OK) {
+            dlock__endpoint_free(&c->endpoint);
+            dlock__free(c);
+            return dlock__fail(rc, "%s", err);
+        }
+    }
     if (ep.is_unix)
         snprintf(c->endpoint_key, sizeof(c->endpoint_key), "unix:%s/%d", ep.path, ep.db);
     else
@@ -224,8 +243,8 @@ static int client_create(const dlock_options *o, dlock__loop *loop, dlock_client
     pthread_mutex_init(&c->ready_mu, NULL);
     pthread_cond_init(&c->ready_cond, NULL);
     c->ready_status = 1;
-    c->script_sha = dlock__calloc(DLOCK__SCRIPT_COUNT > 0 ? DLOCK__SCRIPT_COUNT : 1,
-                                  sizeof(*c->script_sha));
+    c->script_sha =
+        dlock__calloc(DLOCK__SCRIPT_COUNT > 0 ? DLOCK__SCRIPT_COUNT : 1, sizeof(*c->script_sha));
     if (!c->script_sha || dlock__random_uuid(c->id) != 0) {
         client_destroy(c);
         return dlock__fail(DLOCK_ENOMEM, "out of memory or no entropy for the client id");

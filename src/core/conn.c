@@ -1,14 +1,15 @@
 /* conn.c — the command connection: every command and script of a client goes through one
- * hiredis async context, in the order it was queued.
+ * link (link.c), in the order it was queued.
  *
  * A command is queued in `pending` until the link is ready, then sent and kept in
- * `inflight` until its reply (Redis answers in order, so replies pop the head). Commands
- * queued in one loop turn leave in one write: hiredis flushes its output buffer when the
- * socket is writable, after the turn.
+ * `inflight` until its reply (Redis answers in order, so replies pop the head; a reply with
+ * no command waiting is the link's protocol violation). Commands queued in one loop turn
+ * leave in one write: the link's socket flushes its output buffer when writable, after the
+ * turn.
  *
  * Time limits, both watched by one timer on the earliest deadline:
  *   - reply timeout: the oldest command in flight has waited timeout_ms -> the connection
- *     is taken for dead and dropped (hiredis 0.14 has no timeouts of its own);
+ *     is taken for dead and dropped;
  *   - give up: a command gets timeout_ms x (retry_attempts + 1) from when it was queued to
  *     its reply, across reconnects; a command still waiting for a connection after that
  *     fails with DLOCK_ECONN (or DLOCK_EAUTH if the server refused our credentials).
@@ -18,7 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
 
 #include "core.h"
 
@@ -83,7 +84,9 @@ static void finish(dlock__conn *conn, dlock__cmd *cmd, int status, const redisRe
 
 /* The server refused the handshake in a way that lasts until someone changes its
  * configuration: our credentials, or the ACL denies a command the handshake sends. */
-static bool permanent(int err) { return err == DLOCK_EAUTH || err == DLOCK_ENOPERM; }
+static bool permanent(int err) {
+    return err == DLOCK_EAUTH || err == DLOCK_ENOPERM;
+}
 
 /* The status for a command that cannot be sent or answered because of the link. */
 static int link_status(const dlock__conn *conn) {
@@ -97,8 +100,8 @@ static int link_status(const dlock__conn *conn) {
 static void arm_deadline(dlock__conn *conn);
 
 /* The reply callback is the same for every command: the reply belongs to the head of
- * `inflight` (Redis answers in order), so hiredis' privdata is not needed. */
-static void on_reply(redisAsyncContext *ac, void *r, void *privdata);
+ * `inflight` (Redis answers in order), so the link's arg is not needed. */
+static void on_reply(dlock__link *link, const dlock__reply *reply, void *arg);
 
 static bool send_cmd(dlock__conn *conn, dlock__cmd *cmd) {
     dlock_client *c = conn->link.client;
@@ -131,12 +134,12 @@ static bool send_cmd(dlock__conn *conn, dlock__cmd *cmd) {
         argv[extra + i] = cmd->argv[i];
         lens[extra + i] = cmd->argvlen[i];
     }
-    int rc = redisAsyncCommandArgv(conn->link.ac, on_reply, NULL, argc, argv, lens);
+    int rc = dlock__link_send(&conn->link, argc, argv, lens, on_reply, NULL);
     if (argv != small_argv) {
         dlock__free(argv);
         dlock__free(lens);
     }
-    return rc == REDIS_OK;
+    return rc == DLOCK_OK;
 }
 
 static bool transmit(dlock__conn *conn, dlock__cmd *cmd) {
@@ -174,12 +177,8 @@ static bool acl_refusal(const char *text) {
     return strncmp(text, "NOPERM", 6) == 0 || strstr(text, "user executing the script can't");
 }
 
-static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
-    (void)privdata;
-    dlock__link *link = ac->data;
-    redisReply *reply = r;
-    if (!link || !reply)
-        return; /* the context is being dropped: on_down settles the commands */
+static void on_reply(dlock__link *link, const dlock__reply *reply, void *arg) {
+    (void)arg;
     dlock__conn *conn = conn_of(link);
     dlock__cmd *cmd = queue_pop(&conn->inflight);
     if (!cmd)
@@ -344,12 +343,13 @@ int dlock__command(dlock_client *c, unsigned flags, dlock__reply_fn fn, void *ar
     return enqueue(c, -1, 0, flags, fn, arg, argc, argv, argvlen);
 }
 
-int dlock__script(dlock_client *c, enum dlock__script_id script, unsigned flags,
-                  dlock__reply_fn fn, void *arg, int nkeys, int nargs, const char *const *args,
-                  const size_t *argslen) {
+int dlock__script(dlock_client *c, enum dlock__script_id script, unsigned flags, dlock__reply_fn fn,
+                  void *arg, int nkeys, int nargs, const char *const *args, const size_t *argslen) {
     if ((int)script < 0 || script >= DLOCK__SCRIPT_COUNT || nkeys < 0 || nkeys > nargs)
         return DLOCK_EINVAL;
     return enqueue(c, (int)script, nkeys, flags, fn, arg, nargs, args, argslen);
 }
 
-int dlock__reply_sends(const dlock_client *c) { return c->conn.reply_sends; }
+int dlock__reply_sends(const dlock_client *c) {
+    return c->conn.reply_sends;
+}

@@ -9,17 +9,18 @@
  * circle; a lower file that must reach up is given a hook (the connect outcome is the
  * client's hook on the conn). scripts/check-layers.py (`make lint`) reads this table:
  *
- *   layer base:      alloc error log random map owner url loop_ev sched
- *   layer transport: link script conn pubsub reply
+ *   layer base:      alloc error log random map owner url url_sentinel loop_ev sched
+ *   layer transport: tls sock reply link script conn pubsub
  *   layer engines:   op_error submit wait handle renew object
- *   layer client:    client
+ *   layer client:    client client_timer
  *
  * base: memory, error texts and the clock, the log line, randomness, the hash map, owner
  * ids and key names, URLs, the loop adapter (the one file that includes <ev.h>) and the
- * timer heap. transport: a connection with its handshake and reconnects, the script
- * registry, the command connection, the subscriber connection and its channel router,
- * replies (the only files that include hiredis). engines: an op's failure texts, the
- * submit door, the waiting engine, the handle life cycle, the watchdog, the object-and-
+ * timer heap. transport: TLS settings (OpenSSL), a socket's bytes (resolve, connect, TLS,
+ * buffered writes), replies, a connection with its RESP reader, reply dispatch, handshake
+ * and reconnects, the script registry, the command connection, the subscriber connection
+ * and its channel router (the only files that include hiredis or OpenSSL). engines: an op's failure
+ * texts, the submit door, the waiting engine, the handle life cycle, the watchdog, the object-and-
  * call helper of non-lock primitives. client: assembles them; the public faces. */
 #ifndef DLOCK_CORE_H
 #define DLOCK_CORE_H
@@ -31,7 +32,7 @@
 #include "loop.h"
 #include "map.h"
 
-struct redisAsyncContext; /* hiredis: only the transport's files include it */
+struct redisReader; /* hiredis: only the transport's files include it */
 
 /* ---- connection endpoint (url.c) -------------------------------------------------------- */
 
@@ -43,6 +44,13 @@ typedef struct dlock__endpoint {
     int db;
     char *user;     /* NULL: no ACL user */
     char *password; /* NULL: no AUTH */
+    /* rediss:// */
+    bool tls;
+    bool tls_insecure; /* insecure=1: the server's certificate is not verified */
+    char *tls_cacert;  /* NULL: the system's store */
+    char *tls_cert;    /* client certificate and its key (mutual TLS), both or neither */
+    char *tls_key;
+    char *tls_sni; /* NULL: the host is the name sent and verified */
 } dlock__endpoint;
 
 /* Parses url into ep (strings owned by ep). DLOCK_EINVAL with the reason in err. */
@@ -58,6 +66,46 @@ const char *dlock__url_masked(const char *url, char *buf, size_t size);
 /* "host:port" ("[v6]:port") or "unix socket /path": where ep connects, never its
  * credentials. Returns buf. */
 const char *dlock__endpoint_describe(const dlock__endpoint *ep, char *buf, size_t size);
+
+/* ---- TLS settings (tls.c) ------------------------------------------------------------------ */
+
+/* A client's TLS settings from a rediss:// endpoint: OpenSSL's context, the CA, the client
+ * certificate, whether and against which name the server is verified. DLOCK_EINVAL (a file
+ * that cannot be read, cert without key) or DLOCK_ENOMEM with the reason in err. */
+typedef struct dlock__tls dlock__tls;
+int dlock__tls_new(const dlock__endpoint *ep, dlock__tls **out, char *err, size_t errlen);
+void dlock__tls_free(dlock__tls *tls); /* NULL: no-op */
+/* For sock.c: a client session (OpenSSL's SSL) on fd that verifies host (or sni=); NULL
+ * with the reason in err. */
+void *dlock__tls_session(dlock__tls *tls, int fd, const char *host, char *err, size_t errlen);
+void dlock__tls_session_free(void *session);
+bool dlock__tls_has_client_cert(const dlock__tls *tls);
+/* The words for a failed TLS call: verification, the server's alert, a reset (with the
+ * hint that a client certificate may be required when none was given and the server said
+ * nothing yet), a plaintext port. */
+void dlock__tls_failure(void *session, int ssl_error, int sys_errno, bool in_handshake,
+                        bool client_cert, bool nothing_received, char *buf, size_t size);
+
+/* ---- a connection's bytes (sock.c) ------------------------------------------------------ */
+
+/* See sock.c: resolve (off the loop thread), connect, TLS handshake, buffered writes and
+ * reads. No time limit of its own: the owner closes it when its connect timeout runs out.
+ * The hooks run on the loop thread, never inside dlock__sock_open / dlock__sock_close; the
+ * owner may close the sock from inside any of them. */
+typedef struct dlock__sock dlock__sock;
+typedef struct dlock__sock_hooks {
+    void (*connected)(void *arg);                         /* open (TLS: handshake done) */
+    void (*data)(void *arg, const char *buf, size_t len); /* bytes read */
+    void (*failed)(void *arg, const char *why);           /* once; the sock does nothing more */
+} dlock__sock_hooks;
+
+/* Starts connecting to ep (over TLS with tls when ep->tls). NULL with the reason in err
+ * when it failed at once (then no hook runs). */
+dlock__sock *dlock__sock_open(dlock__loop *loop, const dlock__endpoint *ep, dlock__tls *tls,
+                              const dlock__sock_hooks *hooks, void *arg, char *err, size_t errlen);
+/* Appends to the output buffer (sent once open and writable). DLOCK_OK or DLOCK_ENOMEM. */
+int dlock__sock_write(dlock__sock *s, const char *buf, size_t len);
+void dlock__sock_close(dlock__sock *s); /* NULL: no-op */
 
 /* ---- the scheduler (sched.c) ------------------------------------------------------------ */
 
@@ -95,15 +143,30 @@ enum dlock__link_state {
 };
 
 typedef struct dlock__link dlock__link;
+
+/* A reply for the command it answers; reply is valid only during the call. */
+typedef void (*dlock__link_reply_fn)(dlock__link *link, const dlock__reply *reply, void *arg);
+typedef struct dlock__link_expect {
+    dlock__link_reply_fn fn;
+    void *arg;
+} dlock__link_expect;
+
 struct dlock__link {
     dlock_client *client;
     const char *role; /* "command" | "subscriber", for logs */
-    struct redisAsyncContext *ac;
     enum dlock__link_state state;
-    bool select_db;   /* SELECT on connect (the command link) */
+    /* the connection: its bytes, its RESP reader and the replies it waits for, in the
+     * order the commands were sent (a ring) */
+    dlock__sock *sock;
+    struct redisReader *reader;
+    dlock__link_expect *expect;
+    size_t expect_head, expect_count, expect_cap;
+    uint64_t generation;           /* +1 each time a connection is dropped */
+    const dlock__endpoint *target; /* where the current attempt connects */
+    bool select_db;                /* SELECT on connect (the command link) */
     int handshake_pending;
-    int failures; /* consecutive failed attempts (a ready link dropping counts): the
-                     backoff exponent, back to 0 only for a link that stayed up long */
+    int failures;     /* consecutive failed attempts (a ready link dropping counts): the
+                         backoff exponent, back to 0 only for a link that stayed up long */
     int64_t ready_ms; /* when the link last became ready */
     int last_error;
     char last_error_text[200];
@@ -113,19 +176,47 @@ struct dlock__link {
     void (*on_down)(dlock__link *link, int err); /* a ready link dropped, or an attempt failed */
     /* extra handshake commands (the script loads); returns how many replies to wait for */
     int (*handshake_extra)(dlock__link *link);
+    /* The subscriber's: a reply that is an array opening with a string may be a push (a
+     * message), which answers no command. Returns true when it took the reply (a push it
+     * understood, or one of the wrong shape it reported with dlock__link_protocol_error);
+     * false: the reply answers the oldest command. NULL: every reply answers a command. */
+    bool (*on_push)(dlock__link *link, const dlock__reply *reply);
+    /* Where to connect, asked at the start of every attempt (NULL: the client's URL). The
+     * hook answers, at once or later on the loop thread, with dlock__link_connect_to or
+     * dlock__link_resolve_failed; the attempt's connect timeout runs from its start, so a
+     * hook that never answers costs a timed-out attempt and a backoff, like a dead server.
+     * Sentinel plugs in here (ask the sentinels for the master, then connect to it). */
+    void (*resolve)(dlock__link *link);
+    void *resolve_arg; /* the hook's own */
 };
 
 void dlock__link_init(dlock__link *link, dlock_client *c, const char *role);
 void dlock__link_start(dlock__link *link);
-/* Tear the connection down now and reconnect after a backoff (err says why). Not from
- * inside a hiredis callback: use dlock__link_fail_later there. */
+/* From the resolve hook, for the attempt in progress (ignored once it has timed out):
+ * connect to ep, which the hook keeps unchanged until its next call (or the link's close). */
+void dlock__link_connect_to(dlock__link *link, const dlock__endpoint *ep);
+/* From the resolve hook: no endpoint this time; a failed attempt (backoff, retry). */
+void dlock__link_resolve_failed(dlock__link *link, int err, const char *why);
+/* Tear the connection down now and reconnect after a backoff (err says why). Safe from
+ * anywhere on the loop thread, reply callbacks included: the dispatch stops at once. */
 void dlock__link_fail(dlock__link *link, int err, const char *why);
+/* The same, from a zero-delay timer; only the first failure's reason is kept. */
 void dlock__link_fail_later(dlock__link *link, int err, const char *why);
 void dlock__link_close(dlock__link *link);
+/* Sends a command (binary-safe argv) on a connected link (handshake or ready); fn(arg) gets
+ * its reply. DLOCK_OK, DLOCK_ENOMEM, DLOCK_ECONN (no connection). */
+int dlock__link_send(dlock__link *link, int argc, const char **argv, const size_t *lens,
+                     dlock__link_reply_fn fn, void *arg);
+/* Something arrived that the protocol does not allow (a reply to no command, a push of the
+ * wrong shape, bytes that are not RESP): log what arrived, drop the connection (commands in
+ * flight fail or are resent as on any drop), reconnect after the backoff. */
+void dlock__link_protocol_error(dlock__link *link, const char *what, const dlock__reply *reply);
 /* From a handshake reply callback: one expected reply arrived fine. */
 void dlock__link_handshake_step(dlock__link *link);
 /* From a handshake reply callback: the server refused; fail the attempt. */
 void dlock__link_handshake_error(dlock__link *link, const dlock__reply *reply);
+/* A dlock__link_reply_fn for handshake commands that only need to succeed (AUTH, PING). */
+void dlock__link_handshake_reply(dlock__link *link, const dlock__reply *reply, void *arg);
 
 /* The text of a permission error for dlock_last_error(): what the server said (server_text,
  * may be NULL), the user, the channel (may be NULL) and what to grant. */
@@ -142,8 +233,8 @@ typedef struct dlock__cmd_queue {
 
 typedef struct dlock__conn {
     dlock__link link;
-    dlock__cmd_queue pending;  /* waiting for the link to be ready */
-    dlock__cmd_queue inflight; /* sent, reply not yet in: replies come back in this order */
+    dlock__cmd_queue pending;    /* waiting for the link to be ready */
+    dlock__cmd_queue inflight;   /* sent, reply not yet in: replies come back in this order */
     dlock__timer deadline_timer; /* earliest reply timeout / give-up time */
     bool closing;
     int reply_sends;        /* sends of the command whose callback is running */
@@ -205,7 +296,7 @@ typedef struct dlock__renew {
     dlock__lease *pending;               /* registered, acquire not yet confirmed */
     size_t held_count;
     dlock__timer tick_timer;
-    dlock__timer expiry_timer; /* the earliest confirmed_until_ms */
+    dlock__timer expiry_timer;   /* the earliest confirmed_until_ms */
     uint64_t ticks, renew_calls; /* counters for tests and diagnostics */
 } dlock__renew;
 
@@ -234,6 +325,7 @@ void dlock__submit_close(dlock__submit *s, dlock_client *c); /* completes queued
 struct dlock_client {
     dlock_options opts;
     dlock__endpoint endpoint;
+    dlock__tls *tls;        /* rediss://: both connections' TLS settings; NULL otherwise */
     char endpoint_key[300]; /* dlock__client_endpoint */
     char id[37];
 

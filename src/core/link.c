@@ -1,19 +1,28 @@
-/* link.c — one connection to Redis: connect (TCP or unix) within connect_timeout_ms,
- * the handshake (AUTH, SELECT, whatever the owner adds: the script loads), and reconnect
- * after a drop with capped, jittered exponential backoff.
+/* link.c — one connection to Redis: connect (TCP or unix, plain or TLS) within
+ * connect_timeout_ms, the handshake (AUTH, SELECT, whatever the owner adds: the script
+ * loads), reply dispatch, and reconnect after a drop with capped, jittered exponential
+ * backoff.
  *
  * The command connection (conn.c) and the subscriber connection (pubsub.c) are both links;
- * they only say what to do when the link becomes ready and when it goes down.
+ * they only say what to do when the link becomes ready, when it goes down, and (the
+ * subscriber) which replies are pushes.
  *
- * hiredis contexts are never freed from inside a hiredis callback: a failure seen there is
- * acted on from a zero-delay timer (dlock__link_fail_later). Before a context is freed its
- * data pointer is cleared, so the NULL-reply callbacks hiredis runs while freeing it find
- * no link and do nothing; the owner settles its commands in on_down instead. */
+ * The bytes are sock.c's; the link feeds what arrives to hiredis' RESP reader and never
+ * trusts what comes out: every reply answers the oldest command still waiting (Redis
+ * answers in order), except the subscriber's pushes (on_push). A reply that answers no
+ * command, a push of the wrong shape or bytes that are not RESP are a protocol violation:
+ * the link logs what arrived, drops the connection (its owner fails or resends what was in
+ * flight, as on any drop) and reconnects after its backoff. Nothing a server or a proxy
+ * sends can end the process.
+ *
+ * A connection may be dropped from anywhere on the loop thread, a reply callback included:
+ * the dispatch loop notices (generation) and stops, and the sock frees itself once its
+ * hook returns. The owner settles its commands in on_down. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
 
 #include "core.h"
 
@@ -39,20 +48,24 @@ static int64_t stable_ms(const dlock__link *link) {
 
 static void set_error(dlock__link *link, int err, const char *why) {
     char where[160];
-    dlock__endpoint_describe(&link->client->endpoint, where, sizeof(where));
+    dlock__endpoint_describe(link->target ? link->target : &link->client->endpoint, where,
+                             sizeof(where));
     link->last_error = err;
     snprintf(link->last_error_text, sizeof(link->last_error_text), "%s connection to %s: %s",
              link->role, where, why);
 }
 
-/* Frees the hiredis context now (never from inside one of its callbacks). */
-static void drop_context(dlock__link *link) {
-    redisAsyncContext *ac = link->ac;
-    if (!ac)
+/* Drops the connection now: its bytes, its reader, the replies it waited for. */
+static void drop_connection(dlock__link *link) {
+    if (!link->sock && !link->reader)
         return;
-    link->ac = NULL;
-    ac->data = NULL;
-    redisAsyncFree(ac);
+    link->generation++;
+    dlock__sock_close(link->sock);
+    link->sock = NULL;
+    if (link->reader)
+        redisReaderFree(link->reader);
+    link->reader = NULL;
+    link->expect_head = link->expect_count = 0;
 }
 
 /* An attempt failed (refused, timed out, handshake refused), or a ready link dropped:
@@ -62,7 +75,7 @@ static void attempt_failed(dlock__link *link, int err, const char *why) {
         link->failures++;
     set_error(link, err, why);
     dlock__log(link->client, DLOCK_LOG_WARN, "%s", link->last_error_text);
-    drop_context(link);
+    drop_connection(link);
     link->state = LINK_BACKOFF;
     dlock__timer_start(&link->client->sched, &link->timer, backoff_ms(link));
     if (link->on_down)
@@ -135,7 +148,7 @@ static bool starts_with(const char *s, const char *prefix) {
     return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
-void dlock__link_handshake_error(dlock__link *link, const redisReply *reply) {
+void dlock__link_handshake_error(dlock__link *link, const dlock__reply *reply) {
     const char *text = reply && reply->str ? reply->str : "no reply";
     /* "ERR AUTH <password> called without any password configured ...": the server wants
      * no password, so the credentials are what is wrong (Redis names no password in it) */
@@ -143,66 +156,156 @@ void dlock__link_handshake_error(dlock__link *link, const redisReply *reply) {
                    strstr(text, "invalid password") || strstr(text, "invalid username") ||
                    strstr(text, "without any password configured");
     int err = refused ? DLOCK_EAUTH : starts_with(text, "NOPERM") ? DLOCK_ENOPERM : DLOCK_EREDIS;
-    dlock__link_fail_later(link, err, text);
+    /* the first refusal is the cause: the pipelined commands behind a refused AUTH would
+     * fail with NOAUTH too, and are never read */
+    dlock__link_fail(link, err, text);
 }
 
-static void on_handshake_reply(redisAsyncContext *ac, void *r, void *privdata) {
-    (void)privdata;
-    dlock__link *link = ac->data;
-    redisReply *reply = r;
-    if (!link || !reply)
-        return;
+void dlock__link_handshake_reply(dlock__link *link, const dlock__reply *reply, void *arg) {
+    (void)arg;
     if (reply->type == REDIS_REPLY_ERROR)
         dlock__link_handshake_error(link, reply);
     else
         dlock__link_handshake_step(link);
 }
 
-static void on_connect(const redisAsyncContext *cac, int status) {
-    redisAsyncContext *ac = (redisAsyncContext *)cac;
-    dlock__link *link = ac->data;
-    if (!link)
-        return;
-    if (status != REDIS_OK) {
-        /* hiredis frees ac itself after this callback */
-        link->ac = NULL;
-        ac->data = NULL;
-        attempt_failed(link, DLOCK_ECONN, ac->errstr[0] ? ac->errstr : "connect failed");
-        return;
+/* ---- sending and dispatching ------------------------------------------------------------ */
+
+static bool expect_push(dlock__link *link, dlock__link_reply_fn fn, void *arg) {
+    if (link->expect_count == link->expect_cap) {
+        size_t cap = link->expect_cap ? link->expect_cap * 2 : 64;
+        dlock__link_expect *grown = dlock__malloc(cap * sizeof(*grown));
+        if (!grown)
+            return false;
+        for (size_t i = 0; i < link->expect_count; i++) /* unrolled from the ring */
+            grown[i] = link->expect[(link->expect_head + i) % link->expect_cap];
+        dlock__free(link->expect);
+        link->expect = grown;
+        link->expect_cap = cap;
+        link->expect_head = 0;
     }
-    link->state = LINK_HANDSHAKE;
-    link->handshake_pending = 1; /* held until every handshake command is queued */
-    const dlock__endpoint *ep = &link->client->endpoint;
-    if (ep->password) {
-        link->handshake_pending++;
-        if (ep->user)
-            redisAsyncCommand(ac, on_handshake_reply, NULL, "AUTH %s %s", ep->user, ep->password);
-        else
-            redisAsyncCommand(ac, on_handshake_reply, NULL, "AUTH %s", ep->password);
-    }
-    if (link->select_db && ep->db != 0) {
-        link->handshake_pending++;
-        redisAsyncCommand(ac, on_handshake_reply, NULL, "SELECT %d", ep->db);
-    }
-    if (link->handshake_extra)
-        link->handshake_pending += link->handshake_extra(link);
-    dlock__link_handshake_step(link);
+    link->expect[(link->expect_head + link->expect_count) % link->expect_cap] =
+        (dlock__link_expect){fn, arg};
+    link->expect_count++;
+    return true;
 }
 
-static void on_disconnect(const redisAsyncContext *cac, int status) {
-    (void)status;
-    dlock__link *link = cac->data;
-    if (!link || link->ac != cac)
-        return; /* a context we dropped ourselves */
-    /* hiredis frees the context after this callback */
-    link->ac = NULL;
-    ((redisAsyncContext *)cac)->data = NULL;
-    /* hiredis drops the connection on an error reply that no command waits for: on the
-     * subscriber connection that is a refused SUBSCRIBE (NOPERM), which pubsub.c's on_down
-     * tells its channel */
-    int err = starts_with(cac->errstr, "NOPERM") ? DLOCK_ENOPERM : DLOCK_ECONN;
-    dlock__link_fail(link, err, cac->errstr[0] ? cac->errstr : "connection closed by the server");
+int dlock__link_send(dlock__link *link, int argc, const char **argv, const size_t *lens,
+                     dlock__link_reply_fn fn, void *arg) {
+    if (!link->sock || (link->state != LINK_HANDSHAKE && link->state != LINK_READY))
+        return DLOCK_ECONN;
+    char *bytes = NULL;
+    int len = redisFormatCommandArgv(&bytes, argc, argv, lens);
+    if (len < 0)
+        return DLOCK_ENOMEM;
+    int rc = dlock__sock_write(link->sock, bytes, (size_t)len);
+    redisFreeCommand(bytes);
+    if (rc == DLOCK_OK && !expect_push(link, fn, arg))
+        rc = DLOCK_ENOMEM; /* sent without a taker: its reply would be a violation */
+    if (rc != DLOCK_OK)
+        dlock__link_fail(link, DLOCK_ECONN, "out of memory sending a command");
+    return rc;
 }
+
+void dlock__link_protocol_error(dlock__link *link, const char *what, const dlock__reply *reply) {
+    char arrived[96], why[200];
+    if (reply) {
+        dlock__reply_describe(reply, arrived, sizeof(arrived));
+        snprintf(why, sizeof(why), "protocol violation: %s: %s arrived", what, arrived);
+    } else {
+        snprintf(why, sizeof(why), "protocol violation: %s", what);
+    }
+    dlock__link_fail(link, DLOCK_ECONN, why);
+}
+
+static bool is_array_opening_with_string(const redisReply *r) {
+    return r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+           r->element[0]->type == REDIS_REPLY_STRING;
+}
+
+static void dispatch(dlock__link *link, const redisReply *reply) {
+    if (link->on_push && is_array_opening_with_string(reply) && link->on_push(link, reply))
+        return;
+    if (link->expect_count == 0) {
+        dlock__link_protocol_error(link, "a reply to no command", reply);
+        return;
+    }
+    dlock__link_expect e = link->expect[link->expect_head];
+    link->expect_head = (link->expect_head + 1) % link->expect_cap;
+    link->expect_count--;
+    e.fn(link, reply, e.arg);
+}
+
+/* ---- the sock's hooks --------------------------------------------------------------------- */
+
+static void on_data(void *arg, const char *buf, size_t len) {
+    dlock__link *link = arg;
+    uint64_t generation = link->generation;
+    if (redisReaderFeed(link->reader, buf, len) != REDIS_OK) {
+        dlock__link_fail(link, DLOCK_ECONN, "out of memory reading a reply");
+        return;
+    }
+    for (;;) {
+        void *reply = NULL;
+        if (redisReaderGetReply(link->reader, &reply) != REDIS_OK) {
+            char what[160];
+            snprintf(what, sizeof(what), "%s", link->reader->errstr);
+            dlock__link_protocol_error(link, what, NULL);
+            return;
+        }
+        if (!reply)
+            return;
+        dispatch(link, reply);
+        freeReplyObject(reply);
+        if (link->generation != generation)
+            return; /* the connection went while its reply was handled */
+    }
+}
+
+static void on_failed(void *arg, const char *why) {
+    dlock__link *link = arg;
+    if (link->state == LINK_READY)
+        dlock__link_fail(link, DLOCK_ECONN, why);
+    else if (link->state == LINK_CONNECTING || link->state == LINK_HANDSHAKE)
+        attempt_failed(link, DLOCK_ECONN, why);
+}
+
+static void send_handshake(dlock__link *link, dlock__link_reply_fn fn, int argc,
+                           const char **argv) {
+    size_t lens[3];
+    for (int i = 0; i < argc; i++)
+        lens[i] = strlen(argv[i]);
+    if (dlock__link_send(link, argc, argv, lens, fn, NULL) == DLOCK_OK)
+        link->handshake_pending++;
+}
+
+static void on_connected(void *arg) {
+    dlock__link *link = arg;
+    link->state = LINK_HANDSHAKE;
+    link->handshake_pending = 1; /* held until every handshake command is queued */
+    uint64_t generation = link->generation;
+    const dlock__endpoint *ep = link->target;
+    if (ep->password) {
+        const char *with_user[] = {"AUTH", ep->user, ep->password};
+        const char *password_only[] = {"AUTH", ep->password};
+        if (ep->user)
+            send_handshake(link, dlock__link_handshake_reply, 3, with_user);
+        else
+            send_handshake(link, dlock__link_handshake_reply, 2, password_only);
+    }
+    if (link->select_db && ep->db != 0) {
+        char db[16];
+        snprintf(db, sizeof(db), "%d", ep->db);
+        const char *select[] = {"SELECT", db};
+        send_handshake(link, dlock__link_handshake_reply, 2, select);
+    }
+    if (link->handshake_extra && link->generation == generation)
+        link->handshake_pending += link->handshake_extra(link);
+    if (link->generation == generation)
+        dlock__link_handshake_step(link);
+}
+
+static const dlock__sock_hooks sock_hooks = {on_connected, on_data, on_failed};
 
 void dlock__link_init(dlock__link *link, dlock_client *c, const char *role) {
     memset(link, 0, sizeof(*link));
@@ -212,40 +315,45 @@ void dlock__link_init(dlock__link *link, dlock_client *c, const char *role) {
     dlock__timer_init(&link->timer, on_timer, link);
 }
 
+void dlock__link_connect_to(dlock__link *link, const dlock__endpoint *ep) {
+    if (link->state != LINK_CONNECTING || link->sock)
+        return; /* the attempt timed out (or was closed) while the hook worked */
+    dlock_client *c = link->client;
+    link->target = ep;
+    char why[200];
+    link->reader = redisReaderCreate();
+    if (!link->reader) {
+        attempt_failed(link, DLOCK_ECONN, "out of memory");
+        return;
+    }
+    link->sock = dlock__sock_open(c->loop, ep, c->tls, &sock_hooks, link, why, sizeof(why));
+    if (!link->sock)
+        attempt_failed(link, DLOCK_ECONN, why);
+}
+
+void dlock__link_resolve_failed(dlock__link *link, int err, const char *why) {
+    if (link->state == LINK_CONNECTING && !link->sock)
+        attempt_failed(link, err, why);
+}
+
 void dlock__link_start(dlock__link *link) {
     dlock_client *c = link->client;
-    const dlock__endpoint *ep = &c->endpoint;
     link->state = LINK_CONNECTING;
     link->last_error = DLOCK_OK;
-    redisAsyncContext *ac = ep->is_unix ? redisAsyncConnectUnix(ep->path)
-                                        : redisAsyncConnect(ep->host, ep->port);
-    if (!ac) {
-        attempt_failed(link, DLOCK_ECONN, "out of memory");
-        return;
-    }
-    if (ac->err) {
-        char why[160];
-        snprintf(why, sizeof(why), "%s", ac->errstr);
-        redisAsyncFree(ac);
-        attempt_failed(link, DLOCK_ECONN, why);
-        return;
-    }
-    if (dlock__loop_attach(c->loop, ac) != DLOCK_OK) {
-        redisAsyncFree(ac);
-        attempt_failed(link, DLOCK_ECONN, "out of memory");
-        return;
-    }
-    ac->data = link;
-    link->ac = ac;
-    redisAsyncSetConnectCallback(ac, on_connect);
-    redisAsyncSetDisconnectCallback(ac, on_disconnect);
     dlock__timer_start(&c->sched, &link->timer, c->opts.connect_timeout_ms);
+    if (link->resolve)
+        link->resolve(link);
+    else
+        dlock__link_connect_to(link, &c->endpoint);
 }
 
 void dlock__link_close(dlock__link *link) {
     link->state = LINK_CLOSED;
     dlock__timer_stop(&link->client->sched, &link->timer);
-    drop_context(link);
+    drop_connection(link);
+    dlock__free(link->expect);
+    link->expect = NULL;
+    link->expect_cap = 0;
 }
 
 /* ---- the text of a permission error ------------------------------------------------- */

@@ -3,9 +3,9 @@
  *
  * The core asks four things of a loop: one-shot timers (the scheduler drives every timer
  * of a client with one), a wake-up that another thread may send (the submit door, the
- * client's stop), the connections' I/O (a hiredis context is attached here), and run /
- * break for the I/O thread of the blocking face. Another loop library would replace
- * loop_ev.c and the typedef below, and nothing else.
+ * client's stop), readiness of the connections' sockets (sock.c reads and writes them
+ * itself), and run / break for the I/O thread of the blocking face. Another loop library would
+ * replace loop_ev.c and the typedef below, and nothing else.
  *
  * Watchers live inside their owners' structs as opaque storage (loop_ev.c checks at
  * compile time that its watchers fit), so starting one never allocates and never fails.
@@ -13,6 +13,7 @@
 #ifndef DLOCK_LOOP_H
 #define DLOCK_LOOP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -50,10 +51,15 @@ void dlock__loop_wake_start(dlock__loop *loop, dlock__loop_wake *w);
 void dlock__loop_wake_stop(dlock__loop *loop, dlock__loop_wake *w);
 void dlock__loop_wake_send(dlock__loop *loop, dlock__loop_wake *w); /* any thread */
 
-/* Lets loop drive ac's socket: hiredis then asks for reads and writes through the hooks
- * set here, and releases them when it frees ac. DLOCK_OK, DLOCK_ENOMEM, or DLOCK_EINVAL
- * when ac is attached already. */
-struct redisAsyncContext;
-int dlock__loop_attach(dlock__loop *loop, struct redisAsyncContext *ac);
+/* Readiness of one file descriptor, for reading or for writing: once started, fn(arg) runs
+ * on each loop turn on which fd is readable (writable), until stopped. Level-triggered:
+ * data left unread makes it run again. Stopping a watcher from inside its own fn, and
+ * then freeing its memory, is allowed. */
+typedef struct dlock__loop_io {
+    _Alignas(max_align_t) unsigned char opaque[DLOCK__LOOP_WATCHER_SIZE];
+} dlock__loop_io;
+void dlock__loop_io_init(dlock__loop_io *io, int fd, bool for_write, dlock__loop_fn fn, void *arg);
+void dlock__loop_io_start(dlock__loop *loop, dlock__loop_io *io);
+void dlock__loop_io_stop(dlock__loop *loop, dlock__loop_io *io);
 
 #endif

@@ -2,13 +2,9 @@
  * <ev.h>.
  *
  * Each watcher of loop.h is a libev watcher plus the callback it calls, kept in its
- * owner's opaque storage. A hiredis context is attached with two io watchers on its
- * socket, one for reading and one for writing, which hiredis starts and stops through
- * the hooks of its context (ac->ev) and releases with its cleanup hook when the context is
- * freed; a readable socket is handed to redisAsyncHandleRead, a writable one to
- * redisAsyncHandleWrite. */
+ * owner's opaque storage. A connection's socket has two io watchers, one for reading and
+ * one for writing, which sock.c starts and stops as it needs them. */
 #include <ev.h>
-#include <hiredis/async.h>
 
 #include "core.h"
 #include "dlock/adapters/libev.h" /* the application's declaration of dlock_client_new_on_loop:
@@ -20,6 +16,12 @@ typedef struct timer_impl {
     void *arg;
 } timer_impl;
 
+typedef struct io_impl {
+    ev_io watcher; /* first, as above */
+    dlock__loop_fn fn;
+    void *arg;
+} io_impl;
+
 typedef struct wake_impl {
     ev_async watcher; /* first, as above */
     dlock__loop_fn fn;
@@ -28,21 +30,38 @@ typedef struct wake_impl {
 
 _Static_assert(sizeof(timer_impl) <= sizeof(dlock__loop_timer), "DLOCK__LOOP_WATCHER_SIZE");
 _Static_assert(sizeof(wake_impl) <= sizeof(dlock__loop_wake), "DLOCK__LOOP_WATCHER_SIZE");
+_Static_assert(sizeof(io_impl) <= sizeof(dlock__loop_io), "DLOCK__LOOP_WATCHER_SIZE");
+_Static_assert(_Alignof(io_impl) <= _Alignof(dlock__loop_io), "io alignment");
 _Static_assert(_Alignof(timer_impl) <= _Alignof(dlock__loop_timer), "timer alignment");
 _Static_assert(_Alignof(wake_impl) <= _Alignof(dlock__loop_wake), "wake-up alignment");
 
-static timer_impl *timer_of(dlock__loop_timer *t) { return (timer_impl *)(void *)t->opaque; }
-static wake_impl *wake_of(dlock__loop_wake *w) { return (wake_impl *)(void *)w->opaque; }
+static timer_impl *timer_of(dlock__loop_timer *t) {
+    return (timer_impl *)(void *)t->opaque;
+}
+static wake_impl *wake_of(dlock__loop_wake *w) {
+    return (wake_impl *)(void *)w->opaque;
+}
+static io_impl *io_of(dlock__loop_io *io) {
+    return (io_impl *)(void *)io->opaque;
+}
 
 /* ---- the loop --------------------------------------------------------------------------- */
 
-dlock__loop *dlock__loop_new(void) { return ev_loop_new(EVFLAG_AUTO); }
+dlock__loop *dlock__loop_new(void) {
+    return ev_loop_new(EVFLAG_AUTO);
+}
 
-void dlock__loop_free(dlock__loop *loop) { ev_loop_destroy(loop); }
+void dlock__loop_free(dlock__loop *loop) {
+    ev_loop_destroy(loop);
+}
 
-void dlock__loop_run(dlock__loop *loop) { ev_run(loop, 0); }
+void dlock__loop_run(dlock__loop *loop) {
+    ev_run(loop, 0);
+}
 
-void dlock__loop_break(dlock__loop *loop) { ev_break(loop, EVBREAK_ALL); }
+void dlock__loop_break(dlock__loop *loop) {
+    ev_break(loop, EVBREAK_ALL);
+}
 
 /* ---- timers ----------------------------------------------------------------------------- */
 
@@ -99,72 +118,26 @@ void dlock__loop_wake_send(dlock__loop *loop, dlock__loop_wake *w) {
     ev_async_send(loop, &wake_of(w)->watcher);
 }
 
-/* ---- hiredis contexts ------------------------------------------------------------------- */
+/* ---- file descriptors ------------------------------------------------------------------ */
 
-typedef struct io_attach {
-    struct ev_loop *loop;
-    redisAsyncContext *ac;
-    ev_io reader, writer;
-} io_attach;
-
-static void on_readable(struct ev_loop *loop, ev_io *w, int revents) {
+static void on_io(struct ev_loop *loop, ev_io *w, int revents) {
     (void)loop;
     (void)revents;
-    io_attach *a = w->data;
-    redisAsyncHandleRead(a->ac);
+    io_impl *impl = (io_impl *)w;
+    impl->fn(impl->arg); /* may stop and free the watcher: nothing touches it after */
 }
 
-static void on_writable(struct ev_loop *loop, ev_io *w, int revents) {
-    (void)loop;
-    (void)revents;
-    io_attach *a = w->data;
-    redisAsyncHandleWrite(a->ac);
+void dlock__loop_io_init(dlock__loop_io *io, int fd, bool for_write, dlock__loop_fn fn, void *arg) {
+    io_impl *impl = io_of(io);
+    ev_io_init(&impl->watcher, on_io, fd, for_write ? EV_WRITE : EV_READ);
+    impl->fn = fn;
+    impl->arg = arg;
 }
 
-/* hiredis' hooks; libev ignores a start of a started watcher and a stop of a stopped one */
-static void want_read(void *privdata) {
-    io_attach *a = privdata;
-    ev_io_start(a->loop, &a->reader);
+void dlock__loop_io_start(dlock__loop *loop, dlock__loop_io *io) {
+    ev_io_start(loop, &io_of(io)->watcher); /* libev ignores a start of a started watcher */
 }
 
-static void stop_read(void *privdata) {
-    io_attach *a = privdata;
-    ev_io_stop(a->loop, &a->reader);
-}
-
-static void want_write(void *privdata) {
-    io_attach *a = privdata;
-    ev_io_start(a->loop, &a->writer);
-}
-
-static void stop_write(void *privdata) {
-    io_attach *a = privdata;
-    ev_io_stop(a->loop, &a->writer);
-}
-
-static void release(void *privdata) {
-    io_attach *a = privdata;
-    ev_io_stop(a->loop, &a->reader);
-    ev_io_stop(a->loop, &a->writer);
-    dlock__free(a);
-}
-
-int dlock__loop_attach(dlock__loop *loop, redisAsyncContext *ac) {
-    if (ac->ev.data)
-        return DLOCK_EINVAL;
-    io_attach *a = dlock__calloc(1, sizeof(*a));
-    if (!a)
-        return DLOCK_ENOMEM;
-    a->loop = loop;
-    a->ac = ac;
-    ev_io_init(&a->reader, on_readable, ac->c.fd, EV_READ);
-    ev_io_init(&a->writer, on_writable, ac->c.fd, EV_WRITE);
-    a->reader.data = a->writer.data = a;
-    ac->ev.addRead = want_read;
-    ac->ev.delRead = stop_read;
-    ac->ev.addWrite = want_write;
-    ac->ev.delWrite = stop_write;
-    ac->ev.cleanup = release;
-    ac->ev.data = a;
-    return DLOCK_OK;
+void dlock__loop_io_stop(dlock__loop *loop, dlock__loop_io *io) {
+    ev_io_stop(loop, &io_of(io)->watcher);
 }

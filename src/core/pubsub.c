@@ -7,8 +7,8 @@
  *   IDLE --SUBSCRIBE--> SUBSCRIBING --confirmed--> ACTIVE --UNSUBSCRIBE--> UNSUBSCRIBING
  *
  * and a listener that arrives while the channel is UNSUBSCRIBING waits for that
- * confirmation before the channel is subscribed again, so hiredis' per-channel callback
- * table never sees a SUBSCRIBE overtaken by an older UNSUBSCRIBE. When the connection
+ * confirmation before the channel is subscribed again, so a SUBSCRIBE is never overtaken by
+ * an older UNSUBSCRIBE. When the connection
  * drops, every channel with listeners goes back to IDLE and is subscribed again once the
  * connection is back; its listeners then get on_ready again: messages may have been lost
  * meanwhile, and on_ready is their cue to look at the object afresh.
@@ -16,13 +16,18 @@
  * A SUBSCRIBE the server refuses (NOPERM: the user's ACL lacks the channel, as Redis 7
  * gives new users by default) is permanent: the channel goes to REFUSED and its listeners
  * get on_ready with dlock__listener_error() saying so; nothing asks again while they stay.
- * hiredis answers such a refusal by dropping the connection (an error reply no callback
- * waits for), so the link reconnects after its backoff and the other channels are
- * subscribed again. Each channel goes in a SUBSCRIBE of its own, numbered as it leaves:
- * the refused one is then the oldest still unconfirmed. */
+ * The connection stays: the other channels carry on.
+ *
+ * Each channel goes in a SUBSCRIBE (UNSUBSCRIBE) of its own, so each command has exactly one
+ * answer: its confirmation (an array: the verb, the channel, the count) or an error, in
+ * the order sent (link.c matches them). Messages arrive in between as pushes, checked for
+ * their shape: message (3 strings), pmessage (4), smessage (3). A push or a confirmation
+ * of any other shape, or one the client did not ask for, is a protocol violation: the link
+ * drops the connection and comes back after its backoff, and every channel is subscribed
+ * again. A message for a channel the client has just left is not: it was on its way. */
 #include <string.h>
 
-#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
 
 #include "core.h"
 
@@ -41,7 +46,10 @@ static dlock__pubsub *pubsub_of(dlock__link *link) {
     return DLOCK__CONTAINER_OF(link, dlock__pubsub, link);
 }
 
-static void on_sub_reply(redisAsyncContext *ac, void *r, void *privdata);
+static void on_sub_reply(dlock__link *link, const dlock__reply *reply, void *arg);
+
+/* What a command's answer must be: the arg of its dlock__link_send. */
+static const char SUBSCRIBE_VERB[] = "subscribe", UNSUBSCRIBE_VERB[] = "unsubscribe";
 
 static void channel_free(dlock__pubsub *ps, channel *ch) {
     dlock__map_remove(&ps->channels, ch->name);
@@ -50,12 +58,13 @@ static void channel_free(dlock__pubsub *ps, channel *ch) {
 }
 
 static void send_one(dlock__pubsub *ps, const char *verb, channel *ch) {
-    if (!ps->link.ac || ps->link.state != LINK_READY)
+    if (ps->link.state != LINK_READY)
         return;
     const char *argv[2] = {verb, ch->name};
     size_t lens[2] = {strlen(verb), ch->len};
-    if (redisAsyncCommandArgv(ps->link.ac, on_sub_reply, ps, 2, argv, lens) != REDIS_OK)
-        dlock__link_fail_later(&ps->link, DLOCK_ECONN, "cannot send (out of memory?)");
+    /* a failure drops the link, which subscribes every channel again when it is back */
+    dlock__link_send(&ps->link, 2, argv, lens, on_sub_reply,
+                     (void *)(verb[0] == 'S' ? SUBSCRIBE_VERB : UNSUBSCRIBE_VERB));
 }
 
 static void subscribe_one(dlock__pubsub *ps, channel *ch) {
@@ -76,37 +85,79 @@ static void notify_ready(channel *ch) {
     }
 }
 
-static void on_sub_reply(redisAsyncContext *ac, void *r, void *privdata) {
-    (void)privdata;
-    dlock__link *link = ac->data;
-    redisReply *reply = r;
-    if (!link || !reply || reply->type != REDIS_REPLY_ARRAY || reply->elements < 3 ||
-        reply->element[0]->type != REDIS_REPLY_STRING ||
-        reply->element[1]->type != REDIS_REPLY_STRING)
-        return;
-    dlock__pubsub *ps = pubsub_of(link);
+static bool is_string(const redisReply *r) {
+    return r->type == REDIS_REPLY_STRING;
+}
+
+static void deliver(dlock__pubsub *ps, const redisReply *name, const redisReply *payload) {
+    channel *ch = dlock__map_get(&ps->channels, name->str);
+    if (!ch || ch->state == CH_REFUSED)
+        return; /* left a moment ago: the message was already on its way */
+    dlock__listener *l = ch->listeners;
+    while (l) {
+        /* a listener may leave from inside its own callback */
+        dlock__listener *next = l->next;
+        if (l->on_message)
+            l->on_message(l, payload->str, payload->len);
+        l = next;
+    }
+}
+
+/* The link's on_push: messages, checked for their shape. */
+static bool on_push(dlock__link *link, const dlock__reply *reply) {
     const char *kind = reply->element[0]->str;
-    channel *ch = dlock__map_get(&ps->channels, reply->element[1]->str);
-    if (!ch)
+    size_t want;
+    if (strcmp(kind, "message") == 0 || strcmp(kind, "smessage") == 0)
+        want = 3;
+    else if (strcmp(kind, "pmessage") == 0)
+        want = 4;
+    else
+        return false; /* a confirmation: it answers a command */
+    bool strings = reply->elements == want;
+    for (size_t i = 1; strings && i < want; i++)
+        strings = is_string(reply->element[i]);
+    if (!strings) {
+        dlock__link_protocol_error(link, "a message push of the wrong shape", reply);
+        return true;
+    }
+    deliver(pubsub_of(link), reply->element[want - 2], reply->element[want - 1]);
+    return true;
+}
+
+/* The refused SUBSCRIBE: Redis answers in order, so it is the oldest not yet confirmed. */
+static void refuse_oldest(dlock__pubsub *ps, const char *server_text);
+
+static void on_sub_reply(dlock__link *link, const dlock__reply *reply, void *arg) {
+    const char *verb = arg;
+    dlock__pubsub *ps = pubsub_of(link);
+    if (reply->type == REDIS_REPLY_ERROR) {
+        if (verb == SUBSCRIBE_VERB && strncmp(reply->str, "NOPERM", 6) == 0)
+            refuse_oldest(ps, reply->str);
+        else
+            dlock__link_fail(link, DLOCK_EREDIS, reply->str);
         return;
-    if (strcmp(kind, "message") == 0) {
-        const redisReply *payload = reply->element[2];
-        dlock__listener *l = ch->listeners;
-        while (l) {
-            /* a listener may leave from inside its own callback */
-            dlock__listener *next = l->next;
-            if (l->on_message)
-                l->on_message(l, payload->str ? payload->str : "", payload->len);
-            l = next;
-        }
-    } else if (strcmp(kind, "subscribe") == 0) {
+    }
+    /* [verb, channel, count]: the channel we asked about (nil only when unsubscribing from
+     * nothing, which the client never asks) */
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3 || !is_string(reply->element[0]) ||
+        strcmp(reply->element[0]->str, verb) != 0 || !is_string(reply->element[1]) ||
+        reply->element[2]->type != REDIS_REPLY_INTEGER) {
+        char what[64];
+        snprintf(what, sizeof(what), "not the confirmation of %s", verb);
+        dlock__link_protocol_error(link, what, reply);
+        return;
+    }
+    channel *ch = dlock__map_get(&ps->channels, reply->element[1]->str);
+    if (!ch) {
+        dlock__link_protocol_error(link, "a confirmation for a channel never asked for", reply);
+        return;
+    }
+    if (verb == SUBSCRIBE_VERB) {
         if (ch->state == CH_SUBSCRIBING) {
             ch->state = CH_ACTIVE;
             notify_ready(ch);
         }
-    } else if (strcmp(kind, "unsubscribe") == 0) {
-        if (ch->state != CH_UNSUBSCRIBING)
-            return;
+    } else if (ch->state == CH_UNSUBSCRIBING) {
         if (ch->nlisteners > 0)
             subscribe_one(ps, ch);
         else
@@ -173,14 +224,12 @@ static void find_oldest_subscribing(const char *key, void *value, void *arg) {
         *oldest = ch;
 }
 
-/* The server refused a SUBSCRIBE: Redis answers in order, so it is the oldest one not yet
- * confirmed. Its listeners hear it (they leave, and the channel goes with the last). */
-static void refuse_oldest(dlock__pubsub *ps) {
+/* Its listeners hear it (they leave, and the channel goes with the last). */
+static void refuse_oldest(dlock__pubsub *ps, const char *server_text) {
     channel *ch = NULL;
     dlock__map_each(&ps->channels, find_oldest_subscribing, &ch);
     if (!ch)
         return;
-    const char *server_text = strstr(ps->link.last_error_text, "NOPERM");
     dlock__noperm_text(ps->link.client, server_text, ch->name, ps->refused_text,
                        sizeof(ps->refused_text));
     dlock__log(ps->link.client, DLOCK_LOG_ERROR, "%s", ps->refused_text);
@@ -193,29 +242,17 @@ static void refuse_oldest(dlock__pubsub *ps) {
 }
 
 static void on_down(dlock__link *link, int err) {
-    dlock__pubsub *ps = pubsub_of(link);
-    if (err == DLOCK_ENOPERM)
-        refuse_oldest(ps);
-    each_channel(ps, reset_channel);
-}
-
-static void on_handshake_pong(redisAsyncContext *ac, void *r, void *privdata) {
-    (void)privdata;
-    dlock__link *link = ac->data;
-    redisReply *reply = r;
-    if (!link || !reply)
-        return;
-    if (reply->type == REDIS_REPLY_ERROR)
-        dlock__link_handshake_error(link, reply);
-    else
-        dlock__link_handshake_step(link);
+    (void)err;
+    each_channel(pubsub_of(link), reset_channel);
 }
 
 /* A PING before the link counts as ready: a server that accepts the connection and then
  * closes it (maxclients reached, a proxy whose backend is down) must look like a failed
  * attempt, which backs off, not like a ready link dropping, which reconnects at once. */
 static int handshake_ping(dlock__link *link) {
-    return redisAsyncCommand(link->ac, on_handshake_pong, NULL, "PING") == REDIS_OK ? 1 : 0;
+    const char *argv[] = {"PING"};
+    size_t lens[] = {4};
+    return dlock__link_send(link, 1, argv, lens, dlock__link_handshake_reply, NULL) == DLOCK_OK;
 }
 
 void dlock__pubsub_init(dlock__pubsub *ps, dlock_client *c) {
@@ -224,6 +261,7 @@ void dlock__pubsub_init(dlock__pubsub *ps, dlock_client *c) {
     ps->link.on_ready = on_ready;
     ps->link.on_down = on_down;
     ps->link.handshake_extra = handshake_ping;
+    ps->link.on_push = on_push;
     dlock__map_init(&ps->channels);
 }
 

@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
 
 #include "core.h"
 
@@ -17,13 +17,13 @@
 #error "the core's own scripts (src/core/*.lua) were not embedded"
 #endif
 
-static void on_loaded(redisAsyncContext *ac, void *r, void *privdata) {
-    dlock__link *link = ac->data;
-    redisReply *reply = r;
-    if (!link || !reply)
-        return;
-    if (reply->type != REDIS_REPLY_STRING || reply->len != 40) {
+static void on_loaded(dlock__link *link, const dlock__reply *reply, void *privdata) {
+    if (reply->type == REDIS_REPLY_ERROR) {
         dlock__link_handshake_error(link, reply);
+        return;
+    }
+    if (reply->type != REDIS_REPLY_STRING || reply->len != 40) {
+        dlock__link_protocol_error(link, "SCRIPT LOAD answered without a SHA1", reply);
         return;
     }
     size_t id = (size_t)(uintptr_t)privdata;
@@ -36,9 +36,11 @@ int dlock__scripts_load(dlock__link *link) {
     int n = 0;
     for (size_t i = 0; i < DLOCK__SCRIPT_COUNT; i++) {
         const dlock__script_source *src = &dlock__scripts[i];
-        if (redisAsyncCommand(link->ac, on_loaded, (void *)(uintptr_t)i, "SCRIPT LOAD %b",
-                              src->text, src->len) == REDIS_OK)
-            n++;
+        const char *argv[] = {"SCRIPT", "LOAD", src->text};
+        size_t lens[] = {6, 4, src->len};
+        if (dlock__link_send(link, 3, argv, lens, on_loaded, (void *)(uintptr_t)i) != DLOCK_OK)
+            break; /* the link failed: the attempt is over */
+        n++;
     }
     return n;
 }

@@ -2,12 +2,15 @@
  *
  *   redis://[user:password@]host[:port][/db]      TCP; host may be [v6-address]
  *   redis://:password@host                         password only (AUTH password)
+ *   rediss://[user:password@]host[:port][/db][?cacert=PATH&cert=PATH&key=PATH&sni=NAME
+ *                                              &insecure=1]   TLS
  *   unix:///path/to/redis.sock[?db=N&user=U&password=P]
  *
  * user, password and query values may be percent-encoded (%40 for '@'). Anything else —
- * another scheme (rediss: hiredis 0.14 has no TLS), a port outside 1..65535, a db outside
- * 0..INT_MAX, an unknown query key, a relative socket path — is DLOCK_EINVAL with the
- * reason, before any I/O. */
+ * another scheme, a port outside 1..65535, a db outside 0..INT_MAX, an unknown query key
+ * (a TLS key on a plain URL too), a relative socket path — is DLOCK_EINVAL with the reason,
+ * before any I/O. Whether the TLS files can be read is checked when the client is made
+ * (tls.c). */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -95,6 +98,42 @@ static int set_decoded(char **dst, const char *s, size_t n, const char *what, ch
     return DLOCK_OK;
 }
 
+/* The value of a query key that is a file path or a name: non-empty, decoded. */
+static int set_nonempty(char **dst, const char *v, size_t vlen, const char *key, char *err,
+                        size_t errlen) {
+    if (vlen == 0) {
+        snprintf(err, errlen, "bad URL: %s= is empty", key);
+        return DLOCK_EINVAL;
+    }
+    return set_decoded(dst, v, vlen, key, err, errlen);
+}
+
+static bool key_is(const char *q, size_t klen, const char *key) {
+    return klen == strlen(key) && memcmp(q, key, klen) == 0;
+}
+
+/* One key=value of a TLS URL; 1 when key is none of TLS's. */
+static int parse_tls_param(const char *q, size_t klen, const char *v, size_t vlen,
+                           dlock__endpoint *ep, char *err, size_t errlen) {
+    if (key_is(q, klen, "cacert"))
+        return set_nonempty(&ep->tls_cacert, v, vlen, "cacert", err, errlen);
+    if (key_is(q, klen, "cert"))
+        return set_nonempty(&ep->tls_cert, v, vlen, "cert", err, errlen);
+    if (key_is(q, klen, "key"))
+        return set_nonempty(&ep->tls_key, v, vlen, "key", err, errlen);
+    if (key_is(q, klen, "sni"))
+        return set_nonempty(&ep->tls_sni, v, vlen, "sni", err, errlen);
+    if (key_is(q, klen, "insecure")) {
+        if (vlen != 1 || (v[0] != '0' && v[0] != '1'))
+            return bad(err, errlen, "insecure must be 0 or 1");
+        ep->tls_insecure = v[0] == '1';
+        return DLOCK_OK;
+    }
+    return 1;
+}
+
+/* The query of a unix:// URL (db, user, password) or a TCP one (the TLS keys, rediss://
+ * only). */
 static int parse_query(const char *q, dlock__endpoint *ep, char *err, size_t errlen) {
     while (*q) {
         const char *amp = strchr(q, '&');
@@ -104,17 +143,29 @@ static int parse_query(const char *q, dlock__endpoint *ep, char *err, size_t err
             return bad(err, errlen, "query parameter without '='");
         size_t klen = (size_t)(eq - q), vlen = len - klen - 1;
         const char *v = eq + 1;
-        int rc = DLOCK_OK;
-        if (klen == 2 && memcmp(q, "db", 2) == 0) {
-            if (!parse_int(v, vlen, 0, INT_MAX, &ep->db))
-                return bad(err, errlen, "db must be a number from 0");
-        } else if (klen == 4 && memcmp(q, "user", 4) == 0) {
-            rc = set_decoded(&ep->user, v, vlen, "user", err, errlen);
-        } else if (klen == 8 && memcmp(q, "password", 8) == 0) {
-            rc = set_decoded(&ep->password, v, vlen, "password", err, errlen);
+        int rc = 1;
+        if (ep->is_unix) {
+            if (key_is(q, klen, "db")) {
+                if (!parse_int(v, vlen, 0, INT_MAX, &ep->db))
+                    return bad(err, errlen, "db must be a number from 0");
+                rc = DLOCK_OK;
+            } else if (key_is(q, klen, "user")) {
+                rc = set_decoded(&ep->user, v, vlen, "user", err, errlen);
+            } else if (key_is(q, klen, "password")) {
+                rc = set_decoded(&ep->password, v, vlen, "password", err, errlen);
+            }
         } else {
-            return bad(err, errlen, "unknown query parameter (db, user, password are known)");
+            rc = parse_tls_param(q, klen, v, vlen, ep, err, errlen);
+            if (rc == DLOCK_OK && !ep->tls)
+                return bad(err, errlen,
+                           "cacert, cert, key, sni and insecure are for rediss:// "
+                           "(TLS) URLs");
         }
+        if (rc == 1)
+            return bad(err, errlen,
+                       ep->is_unix ? "unknown query parameter (db, user, password are known)"
+                                   : "unknown query parameter (cacert, cert, key, sni, insecure "
+                                     "are known, on rediss:// URLs)");
         if (rc != DLOCK_OK)
             return rc;
         q = amp ? amp + 1 : q + len;
@@ -138,11 +189,28 @@ static int parse_unix(const char *rest, dlock__endpoint *ep, char *err, size_t e
     return q ? parse_query(q + 1, ep, err, errlen) : DLOCK_OK;
 }
 
-static int parse_tcp(const char *rest, dlock__endpoint *ep, char *err, size_t errlen) {
+static int parse_authority(const char *rest, dlock__endpoint *ep, char *err, size_t errlen);
+
+static int parse_tcp(const char *url, dlock__endpoint *ep, char *err, size_t errlen) {
+    /* the query first: what precedes it is the authority and the /db */
+    const char *query = strchr(url, '?');
+    if (query && !ep->tls)
+        return bad(err, errlen, "query parameters are for rediss:// and unix:// URLs; use /db");
+    char *rest = query ? dlock__strndup(url, (size_t)(query - url)) : dlock__strdup(url);
+    if (!rest)
+        return DLOCK_ENOMEM;
+    int rc = parse_authority(rest, ep, err, errlen);
+    dlock__free(rest);
+    if (rc == DLOCK_OK && query)
+        rc = parse_query(query + 1, ep, err, errlen);
+    if (rc == DLOCK_OK && (ep->tls_cert != NULL) != (ep->tls_key != NULL))
+        rc = bad(err, errlen, "cert and key go together (mutual TLS)");
+    return rc;
+}
+
+static int parse_authority(const char *rest, dlock__endpoint *ep, char *err, size_t errlen) {
     const char *slash = strchr(rest, '/');
     size_t auth_len = slash ? (size_t)(slash - rest) : strlen(rest);
-    if (memchr(rest, '?', auth_len))
-        return bad(err, errlen, "query parameters are for unix:// URLs; use /db");
     /* userinfo ends at the last '@' before the path: a password may hold a raw '@'. */
     const char *at = NULL;
     for (const char *p = rest; p < rest + auth_len; p++)
@@ -154,8 +222,8 @@ static int parse_tcp(const char *rest, dlock__endpoint *ep, char *err, size_t er
         const char *colon = memchr(rest, ':', (size_t)(at - rest));
         if (!colon)
             return bad(err, errlen, "userinfo must be user:password or :password");
-        if (colon > rest && (rc = set_decoded(&ep->user, rest, (size_t)(colon - rest), "user",
-                                              err, errlen)) != DLOCK_OK)
+        if (colon > rest && (rc = set_decoded(&ep->user, rest, (size_t)(colon - rest), "user", err,
+                                              errlen)) != DLOCK_OK)
             return rc;
         if ((rc = set_decoded(&ep->password, colon + 1, (size_t)(at - colon - 1), "password", err,
                               errlen)) != DLOCK_OK)
@@ -201,10 +269,11 @@ int dlock__url_parse(const char *url, dlock__endpoint *ep, char *err, size_t err
         rc = parse_tcp(url + 8, ep, err, errlen);
     else if (strncmp(url, "unix://", 7) == 0)
         rc = parse_unix(url + 7, ep, err, errlen);
-    else if (strncmp(url, "rediss://", 9) == 0)
-        rc = bad(err, errlen, "rediss:// (TLS) is not supported by this build");
-    else
-        rc = bad(err, errlen, "scheme must be redis:// or unix://");
+    else if (strncmp(url, "rediss://", 9) == 0) {
+        ep->tls = true;
+        rc = parse_tcp(url + 9, ep, err, errlen);
+    } else
+        rc = bad(err, errlen, "scheme must be redis://, rediss:// or unix://");
     if (rc == DLOCK_ENOMEM && !err[0])
         snprintf(err, errlen, "out of memory");
     if (rc != DLOCK_OK)
@@ -217,6 +286,10 @@ void dlock__endpoint_free(dlock__endpoint *ep) {
     dlock__free(ep->path);
     dlock__free(ep->user);
     dlock__free(ep->password);
+    dlock__free(ep->tls_cacert);
+    dlock__free(ep->tls_cert);
+    dlock__free(ep->tls_key);
+    dlock__free(ep->tls_sni);
     memset(ep, 0, sizeof(*ep));
 }
 
@@ -239,15 +312,26 @@ static void put(text_out *o, const char *s, size_t n) {
 
 #define MASK "***"
 
-/* Copies s (the part after any userinfo) with every password= query value masked. */
+/* The length of "password=" or "sentinel_password=" when s opens with one, else 0. */
+static size_t password_key_len(const char *s) {
+    static const char *const keys[] = {"password=", "sentinel_password="};
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+        if (strncmp(s, keys[i], strlen(keys[i])) == 0)
+            return strlen(keys[i]);
+    return 0;
+}
+
+/* Copies s (the part after any userinfo) with every password= and sentinel_password=
+ * query value masked. */
 static void put_query_masked(text_out *o, const char *s) {
     bool in_query = false;
     while (*s) {
         bool param_start = in_query && (s[-1] == '?' || s[-1] == '&');
-        if (param_start && strncmp(s, "password=", 9) == 0) {
-            put(o, s, 9);
+        size_t key_len = param_start ? password_key_len(s) : 0;
+        if (key_len) {
+            put(o, s, key_len);
             put(o, MASK, strlen(MASK));
-            s += 9 + strcspn(s + 9, "&");
+            s += key_len + strcspn(s + key_len, "&");
             continue;
         }
         if (*s == '?')
@@ -283,11 +367,14 @@ const char *dlock__url_masked(const char *url, char *buf, size_t size) {
 }
 
 const char *dlock__endpoint_describe(const dlock__endpoint *ep, char *buf, size_t size) {
+    const char *tls = ep->tls ? " (TLS)" : "";
     if (ep->is_unix)
         snprintf(buf, size, "unix socket %s", ep->path);
+    else if (!ep->host)
+        snprintf(buf, size, "(no host yet)");
     else if (strchr(ep->host, ':'))
-        snprintf(buf, size, "[%s]:%d", ep->host, ep->port);
+        snprintf(buf, size, "[%s]:%d%s", ep->host, ep->port, tls);
     else
-        snprintf(buf, size, "%s:%d", ep->host, ep->port);
+        snprintf(buf, size, "%s:%d%s", ep->host, ep->port, tls);
     return buf;
 }

@@ -1,0 +1,174 @@
+/* tls.c — a client's TLS settings (OpenSSL) and the words of a TLS failure.
+ *
+ * A rediss:// URL gives one dlock__tls per client: OpenSSL's context with the CA the server
+ * is verified against (cacert=, else the system's store), the client certificate of mutual
+ * TLS (cert= and key=), whether to verify at all (insecure=1 does not) and the name to
+ * verify and send as SNI (sni=, else the URL's host). Both connections of the client make
+ * their sessions from it (dlock__tls_session); sock.c drives the handshake and the I/O.
+ *
+ * The server is verified by its certificate chain and by its name: a host name against the
+ * certificate's DNS names, an IP address against its IP addresses. A failure is never
+ * papered over: sock.c reports it, the link counts a failed attempt (DLOCK_ECONN with the
+ * text made here) and backs off; nothing falls back to plaintext. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include "core.h"
+
+struct dlock__tls {
+    SSL_CTX *ctx;
+    bool verify;
+    bool has_client_cert;
+    char *name; /* sni=, or NULL: the host connected to */
+};
+
+/* OpenSSL's reason for its latest error, or fallback; clears its error queue. */
+static const char *openssl_reason(char *buf, size_t size, const char *fallback) {
+    unsigned long e = ERR_peek_last_error();
+    const char *reason = e ? ERR_reason_error_string(e) : NULL;
+    if (reason)
+        snprintf(buf, size, "%s", reason);
+    else if (e)
+        ERR_error_string_n(e, buf, size);
+    else
+        snprintf(buf, size, "%s", fallback);
+    ERR_clear_error();
+    return buf;
+}
+
+static int setup_failed(dlock__tls *tls, char *err, size_t errlen, const char *what,
+                        const char *path) {
+    char reason[160];
+    openssl_reason(reason, sizeof(reason), "unknown error");
+    snprintf(err, errlen, "TLS: cannot use %s %s: %s", what, path, reason);
+    dlock__tls_free(tls);
+    return DLOCK_EINVAL;
+}
+
+int dlock__tls_new(const dlock__endpoint *ep, dlock__tls **out, char *err, size_t errlen) {
+    dlock__tls *tls = dlock__calloc(1, sizeof(*tls));
+    if (!tls || !(tls->ctx = SSL_CTX_new(TLS_client_method()))) {
+        dlock__free(tls);
+        ERR_clear_error();
+        snprintf(err, errlen, "TLS: out of memory");
+        return DLOCK_ENOMEM;
+    }
+    SSL_CTX_set_min_proto_version(tls->ctx, TLS1_2_VERSION);
+    /* writes retried after WANT_WRITE may come from a buffer that has grown (moved) since */
+    SSL_CTX_set_mode(tls->ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    tls->verify = !ep->tls_insecure;
+    if (ep->tls_sni && !(tls->name = dlock__strdup(ep->tls_sni))) {
+        dlock__tls_free(tls);
+        snprintf(err, errlen, "TLS: out of memory");
+        return DLOCK_ENOMEM;
+    }
+    if (ep->tls_cacert) {
+        if (SSL_CTX_load_verify_locations(tls->ctx, ep->tls_cacert, NULL) != 1)
+            return setup_failed(tls, err, errlen, "cacert", ep->tls_cacert);
+    } else if (SSL_CTX_set_default_verify_paths(tls->ctx) != 1) {
+        return setup_failed(tls, err, errlen, "the system's CA store", "");
+    }
+    if (ep->tls_cert || ep->tls_key) {
+        if (!ep->tls_cert || !ep->tls_key) {
+            dlock__tls_free(tls);
+            snprintf(err, errlen, "bad URL: cert= and key= go together (mutual TLS)");
+            return DLOCK_EINVAL;
+        }
+        if (SSL_CTX_use_certificate_chain_file(tls->ctx, ep->tls_cert) != 1)
+            return setup_failed(tls, err, errlen, "cert", ep->tls_cert);
+        if (SSL_CTX_use_PrivateKey_file(tls->ctx, ep->tls_key, SSL_FILETYPE_PEM) != 1)
+            return setup_failed(tls, err, errlen, "key", ep->tls_key);
+        if (SSL_CTX_check_private_key(tls->ctx) != 1)
+            return setup_failed(tls, err, errlen, "key (it does not match cert)", ep->tls_key);
+        tls->has_client_cert = true;
+    }
+    SSL_CTX_set_verify(tls->ctx, tls->verify ? SSL_VERIFY_PEER : SSL_VERIFY_NONE, NULL);
+    *out = tls;
+    return DLOCK_OK;
+}
+
+void dlock__tls_free(dlock__tls *tls) {
+    if (!tls)
+        return;
+    SSL_CTX_free(tls->ctx);
+    dlock__free(tls->name);
+    dlock__free(tls);
+}
+
+static bool is_ip_address(const char *host) {
+    unsigned char addr[sizeof(struct in6_addr)];
+    return inet_pton(AF_INET, host, addr) == 1 || inet_pton(AF_INET6, host, addr) == 1;
+}
+
+void *dlock__tls_session(dlock__tls *tls, int fd, const char *host, char *err, size_t errlen) {
+    SSL *ssl = SSL_new(tls->ctx);
+    if (!ssl || SSL_set_fd(ssl, fd) != 1) {
+        SSL_free(ssl);
+        openssl_reason(err, errlen, "TLS: out of memory");
+        return NULL;
+    }
+    const char *name = tls->name ? tls->name : host;
+    bool ip = is_ip_address(name);
+    bool ok = true;
+    if (!ip && name[0])
+        ok = SSL_set_tlsext_host_name(ssl, name) == 1; /* SNI carries names, never addresses */
+    if (ok && tls->verify)
+        ok = ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), name) == 1
+                : SSL_set1_host(ssl, name) == 1;
+    if (!ok) {
+        SSL_free(ssl);
+        char reason[120];
+        snprintf(err, errlen, "TLS: cannot verify the name %s: %s", name,
+                 openssl_reason(reason, sizeof(reason), "bad name"));
+        return NULL;
+    }
+    SSL_set_connect_state(ssl);
+    return ssl;
+}
+
+void dlock__tls_session_free(void *ssl) {
+    SSL_free(ssl);
+}
+
+bool dlock__tls_has_client_cert(const dlock__tls *tls) {
+    return tls->has_client_cert;
+}
+
+void dlock__tls_failure(void *session, int ssl_error, int sys_errno, bool in_handshake,
+                        bool client_cert, bool nothing_received, char *buf, size_t size) {
+    SSL *ssl = session;
+    char reason[200];
+    long verify = in_handshake ? SSL_get_verify_result(ssl) : X509_V_OK;
+    if (verify != X509_V_OK) {
+        ERR_clear_error();
+        snprintf(buf, size,
+                 "TLS: the server's certificate failed verification: %s (check cacert= and the "
+                 "name it is issued for; insecure=1 skips verification)",
+                 X509_verify_cert_error_string(verify));
+        return;
+    }
+    if (ssl_error == SSL_ERROR_ZERO_RETURN)
+        snprintf(reason, sizeof(reason), "the server closed the TLS session");
+    else if (ssl_error == SSL_ERROR_SYSCALL && ERR_peek_last_error() == 0)
+        snprintf(reason, sizeof(reason), "%s",
+                 sys_errno ? strerror(sys_errno) : "connection closed by the server");
+    else
+        openssl_reason(reason, sizeof(reason), "TLS error");
+    ERR_clear_error();
+    /* Under TLS 1.3 the client's handshake ends before the server has checked the client's
+     * certificate: a server that wants one it did not get says so with an alert, or only
+     * with a reset, on the first read. */
+    const char *hint = !client_cert && (in_handshake || nothing_received)
+                           ? "; the server may require a client certificate (cert=...&key=...)"
+                           : "";
+    const char *hint_port =
+        in_handshake && strstr(reason, "wrong version number") ? " (is this a TLS port?)" : "";
+    snprintf(buf, size, "TLS%s: %s%s%s", in_handshake ? " handshake failed" : "", reason, hint_port,
+             hint);
+}
