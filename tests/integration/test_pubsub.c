@@ -143,6 +143,18 @@ static long long publish(redis_fixture *f, const char *channel, const char *msg,
     return redis_fixture_int(f, "PUBLISH %s %b", channel, msg, len);
 }
 
+/* A barrier on the subscriber connection: publishes a marker on p's channel and waits until
+ * p got it. The server sends one connection its messages and replies in order, so whatever
+ * it sent that connection before the marker (a duplicate message, a confirmation) has been
+ * handled by then. */
+static void pass_marker(redis_fixture *f, probe *p) {
+    int before = probe_messages(p);
+    assert_int_equal(publish(f, p->channel, "marker", 6), 1);
+    bool ok = false;
+    POLL_UNTIL(ok, probe_messages(p) == before + 1, test_slack_ms(1000));
+    assert_true(ok);
+}
+
 /* ---- per-test server and client ------------------------------------------------------------ */
 
 typedef struct world {
@@ -216,17 +228,15 @@ static void test_listener_gets_on_ready_then_every_message_byte_for_byte(void **
     assert_int_equal(publish(w->f, one.channel, "2", 1), 1);
     POLL_UNTIL(ok, probe_messages(&one) == 2, test_slack_ms(1000));
     assert_true(ok);
-    test_sleep_ms(50);
-    assert_int_equal(probe_messages(&one), 2);
-    assert_int_equal(probe_ready(&one), 1);
     pthread_mutex_lock(&probes_mu);
     assert_int_equal(one.payload_len, 1);
     assert_memory_equal(one.payload, "2", 1);
     pthread_mutex_unlock(&probes_mu);
-    /* a message on another channel is not ours */
+    /* a message on another channel is not ours: the server delivers it to nobody */
     assert_int_equal(publish(w->f, "ps:{other}", "x", 1), 0);
-    test_sleep_ms(30);
-    assert_int_equal(probe_messages(&one), 2);
+    pass_marker(w->f, &one);
+    assert_int_equal(probe_messages(&one), 3); /* the two and the marker: no duplicate */
+    assert_int_equal(probe_ready(&one), 1);
 
     unlisten_one(w->c, &one);
     printf("# subscription confirmed in %lld ms, message delivered in %lld ms\n",
@@ -263,7 +273,7 @@ static void test_two_listeners_share_one_subscription_and_both_get_each_message(
     assert_int_equal(publish(w->f, "ps:{shared}", "m2", 2), 1);
     POLL_UNTIL(ok, probe_messages(&two) == 2, test_slack_ms(1000));
     assert_true(ok);
-    test_sleep_ms(30);
+    /* m2 reached two: its dispatch to the channel's listeners is over */
     assert_int_equal(probe_messages(&one), 1);
     assert_int_equal(numsub(w->f, "ps:{shared}"), 1);
 
@@ -271,9 +281,7 @@ static void test_two_listeners_share_one_subscription_and_both_get_each_message(
     unlisten_one(w->c, &two);
     POLL_UNTIL(ok, subscribed_channels(w->f) == 0, test_slack_ms(500));
     assert_true(ok);
-    assert_int_equal(publish(w->f, "ps:{shared}", "m3", 2), 0);
-    test_sleep_ms(30);
-    assert_int_equal(probe_messages(&two), 2);
+    assert_int_equal(publish(w->f, "ps:{shared}", "m3", 2), 0); /* delivered to nobody */
 }
 
 /* In one loop turn: leave (UNSUBSCRIBE goes out) and come back. */
@@ -385,7 +393,7 @@ static void test_killed_subscriber_connection_comes_back_ready_and_delivering(vo
     assert_int_equal(one.payload_len, 5);
     assert_memory_equal(one.payload, "after", 5);
     pthread_mutex_unlock(&probes_mu);
-    test_sleep_ms(30);
+    pass_marker(w->f, &one);
     assert_int_equal(probe_ready(&one), 2); /* once per confirmation, no more */
 
     on_loop(w->c, unlisten_all, &pl);
