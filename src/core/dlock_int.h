@@ -22,8 +22,9 @@
 
 /* ---- timers (sched.c) ------------------------------------------------------------------ */
 
-/* A timer of the client's scheduler, embedded in its owner's struct. Primitives do not
- * start timers themselves: they wait through the engine below. */
+/* A timer of the client's scheduler, embedded in its owner's struct. Primitives wait for
+ * objects through the waiting engine below; a primitive that waits for no object (a
+ * composite's answer budget) uses the three dlock__client_timer_* calls. */
 typedef struct dlock__timer dlock__timer;
 typedef void (*dlock__timer_fn)(dlock__timer *t, void *arg);
 struct dlock__timer {
@@ -33,6 +34,11 @@ struct dlock__timer {
     dlock__timer_fn fn;
     void *arg;
 };
+
+/* client_timer.c, loop thread only: start restarts; a closing client's timers never fire. */
+void dlock__client_timer_init(dlock__timer *t, dlock__timer_fn fn, void *arg);
+void dlock__client_timer_start(dlock_client *c, dlock__timer *t, int64_t delay_ms);
+void dlock__client_timer_stop(dlock_client *c, dlock__timer *t);
 
 /* ---- memory (alloc.c) ------------------------------------------------------------------ */
 

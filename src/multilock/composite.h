@@ -278,14 +278,6 @@ bool dlock__holding_member_lost(composite *cp, uint64_t owner, size_t i);
 
 void dlock__holdings_free(composite *cp);
 
-/* ---- timers on the home loop (home_timer.c) ---------------------------------------------- */
-
-/* A round's answer budget and RedLock's pause between rounds. Home loop only; a closing
- * client's timers never fire. */
-void dlock__home_timer_init(dlock__timer *t, dlock__timer_fn fn, void *arg);
-void dlock__home_timer_start(dlock_client *home, dlock__timer *t, int64_t delay_ms);
-void dlock__home_timer_stop(dlock_client *home, dlock__timer *t);
-
 /* ---- RedLock's numbers (redlock.c) ------------------------------------------------------- */
 
 /* The lease an acquisition with lease_ms has (DLOCK_WATCHDOG: the watchdog's). */

@@ -176,7 +176,7 @@ static void pause_then_retry(comp_op *op) {
         round_begin(op);
         return;
     }
-    dlock__home_timer_start(op->cp->home, &op->pause, pause);
+    dlock__client_timer_start(op->cp->home, &op->pause, pause);
 }
 
 static void on_given_back(round *r) {
@@ -320,14 +320,14 @@ static void redlock_acquire(comp_op *op) {
     op->lease = dlock__redlock_lease(op->cp, op->lease_ms);
     op->deadline_ms = dlock__deadline_ms(op->wait_ms);
     op->error = DLOCK_ETIMEDOUT;
-    dlock__home_timer_init(&op->pause, on_pause_over, op);
+    dlock__client_timer_init(&op->pause, on_pause_over, op);
     round_begin(op);
 }
 
 /* The handle was freed: what the acquisition took goes back, not awaited. */
 static void redlock_cancel(comp_op *op) {
     composite *cp = op->cp;
-    dlock__home_timer_stop(cp->home, &op->pause);
+    dlock__client_timer_stop(cp->home, &op->pause);
     round *rounds[2] = {op->round, op->extra};
     op->round = op->extra = NULL;
     for (int k = 0; k < 2; k++) {

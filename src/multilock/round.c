@@ -34,7 +34,7 @@ round *dlock__round_new(composite *cp, enum round_call call, uint64_t owner) {
         r->calls[i].index = i;
         r->calls[i].answer = ANSWER_NOT_ASKED;
     }
-    dlock__home_timer_init(&r->budget, on_budget, r);
+    dlock__client_timer_init(&r->budget, on_budget, r);
     return r;
 }
 
@@ -63,7 +63,7 @@ static enum answer answer_of(int status) {
 
 static void decide(round *r) {
     r->decided = true;
-    dlock__home_timer_stop(r->cp->home, &r->budget);
+    dlock__client_timer_stop(r->cp->home, &r->budget);
     if (r->decided_fn)
         r->decided_fn(r);
 }
@@ -221,14 +221,14 @@ void dlock__round_send(round *r, size_t need, int64_t budget_ms, round_fn fn, vo
         }
     }
     if (budget_ms >= 0 && r->answered < r->asked)
-        dlock__home_timer_start(cp->home, &r->budget, budget_ms);
+        dlock__client_timer_start(cp->home, &r->budget, budget_ms);
     leave_open(r);
     decide_if_known(r);
 }
 
 void dlock__round_abandon(round *r) {
     r->decided = true;
-    dlock__home_timer_stop(r->cp->home, &r->budget);
+    dlock__client_timer_stop(r->cp->home, &r->budget);
 }
 
 void dlock__round_done(round *r) {

@@ -22,13 +22,6 @@
 
 /* X(id, kind, expected, call): `call` may use `b`, the invalid values (bad_input.h). */
 
-/* Composites have no async face yet (multilock.h): valid arguments are DLOCK_EINVAL. */
-#define COMPOSITE_CASES(X, K)                                                                      \
-    X(K##_acquire_async, V_NONE, DLOCK_EINVAL,                                                     \
-      dlock_lock_acquire_async(BW.K, 1, 0, 1000, unexpected_lock_cb, NULL))                        \
-    X(K##_release_async, V_NONE, DLOCK_EINVAL,                                                     \
-      dlock_lock_release_async(BW.K, 1, unexpected_lock_cb, NULL))
-
 #define COMPOSITE_CTOR_CASES(X, kind)                                                              \
     X(kind##_null_array, V_NONE, DLOCK_EINVAL, dlock_##kind##_new(NULL, 2, &BW.out_lock))          \
     X(kind##_null_array_n0, V_NONE, DLOCK_EINVAL, dlock_##kind##_new(NULL, 0, &BW.out_lock))       \
@@ -47,9 +40,7 @@
     LOCK_KIND_CASES(X, multi)                                                                      \
     LOCK_KIND_CASES(X, red)                                                                        \
     NOT_FENCED_CASES(X, multi)                                                                     \
-    NOT_FENCED_CASES(X, red)                                                                       \
-    COMPOSITE_CASES(X, multi)                                                                      \
-    COMPOSITE_CASES(X, red)
+    NOT_FENCED_CASES(X, red) /* the async face's rows are LOCK_KIND_CASES' */
 
 /* Blocking calls on the async client's loop thread (this thread): DLOCK_EDEADLK, before
  * any I/O. Valid arguments otherwise. */
