@@ -64,21 +64,6 @@ static void my_field(dlock_client *c, char *buf, size_t size) {
     snprintf(buf, size, "%s:%llu", dlock_client_id(c), (unsigned long long)dlock_thread_owner());
 }
 
-/* HGET key field through the admin connection; 0 when absent. */
-static long long hget_int(redis_fixture *f, const char *key, const char *field) {
-    const char *argv[] = {"HGET", key, field};
-    size_t lens[] = {4, strlen(key), strlen(field)};
-    redisReply *r = redis_fixture_cmd_argv(f, 3, argv, lens);
-    assert_non_null(r);
-    long long v = 0;
-    if (r->type == REDIS_REPLY_STRING)
-        v = strtoll(r->str, NULL, 10);
-    else if (r->type != REDIS_REPLY_NIL)
-        fail_msg("HGET %s: reply type %d", key, r->type);
-    freeReplyObject(r);
-    return v;
-}
-
 /* Runs an admin command (words separated by single spaces) that must answer +OK. */
 static void admin_ok(redis_fixture *f, const char *cmd) {
     char buf[256];

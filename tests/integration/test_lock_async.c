@@ -51,20 +51,6 @@ static void record_done(dlock_lock *l, int status, void *arg) {
     d->at_ms = test_now_ms();
 }
 
-static void hash_dump(redis_fixture *f, const char *key, char *buf, size_t size) {
-    redisReply *r = redis_fixture_cmd(f, "HGETALL %s", key);
-    assert_non_null(r);
-    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-    buf[0] = '\0';
-    if (r->elements == 0)
-        snprintf(buf, size, "<none>");
-    for (size_t i = 0; i + 1 < r->elements; i += 2) {
-        size_t used = strlen(buf);
-        snprintf(buf + used, size - used, "%s=%s;", r->element[i]->str, r->element[i + 1]->str);
-    }
-    freeReplyObject(r);
-}
-
 static void expect_holder(loop_app *a, uint64_t owner, int count) {
     char want[256], dump[512];
     snprintf(want, sizeof(want), "%s:%llu=%d;", dlock_client_id(a->c), (unsigned long long)owner,

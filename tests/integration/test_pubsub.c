@@ -157,40 +157,14 @@ static void pass_marker(redis_fixture *f, probe *p) {
 
 /* ---- per-test server and client ------------------------------------------------------------ */
 
-typedef struct world {
-    redis_fixture *f;
-    dlock_client *c;
-} world;
+typedef test_world world;
 
 static int setup(void **state) {
-    world *w = calloc(1, sizeof(*w));
-    if (!w || redis_fixture_start(NULL, &w->f) != 0) {
-        free(w);
-        return -1;
-    }
-    dlock_options o;
-    dlock_options_init(&o);
-    o.url = redis_fixture_unix_url(w->f);
-    o.retry_delay_ms = 20;
-    if (dlock_client_new(&o, &w->c) != DLOCK_OK) {
-        fprintf(stderr, "dlock_client_new: %s\n", dlock_last_error());
-        redis_fixture_stop(w->f);
-        free(w);
-        return -1;
-    }
-    *state = w;
-    return 0;
+    return test_world_setup(state);
 }
 
 static int teardown(void **state) {
-    world *w = *state;
-    if (w) {
-        dlock_client_free(w->c);
-        redis_fixture_stop(w->f);
-        free(w);
-    }
-    test_watchdog_disarm();
-    return 0;
+    return test_world_teardown(state);
 }
 
 /* ---- tests ---------------------------------------------------------------------------------- */

@@ -439,7 +439,7 @@ test_release_without_a_hold_is_enotowner_on_each_half_and_changes_nothing(void *
     ASSERT_RC(dlock_lock_release(WRITE(ra)), DLOCK_ENOTOWNER);
     ASSERT_RC(dlock_lock_acquire(READ(ra), 30000), DLOCK_OK);
     char before[512], after[512];
-    hash_dump(f, "owned", before, sizeof(before));
+    hash_dump_sorted(f, "owned", before, sizeof(before));
     other_release o = {.l = READ(ra)};
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, release_from_other_thread, &o), 0);
@@ -448,19 +448,19 @@ test_release_without_a_hold_is_enotowner_on_each_half_and_changes_nothing(void *
     assert_false(o.held);
     ASSERT_RC(dlock_lock_release(READ(rb)), DLOCK_ENOTOWNER);  /* another client */
     ASSERT_RC(dlock_lock_release(WRITE(ra)), DLOCK_ENOTOWNER); /* a reader is no writer */
-    hash_dump(f, "owned", after, sizeof(after));
+    hash_dump_sorted(f, "owned", after, sizeof(after));
     assert_string_equal(before, after);
     ASSERT_RC(dlock_lock_release(READ(ra)), DLOCK_OK);
 
     ASSERT_RC(dlock_lock_acquire(WRITE(ra), 30000), DLOCK_OK);
-    hash_dump(f, "owned", before, sizeof(before));
+    hash_dump_sorted(f, "owned", before, sizeof(before));
     ASSERT_RC(dlock_lock_release(READ(ra)), DLOCK_ENOTOWNER); /* a writer that never read */
     o = (other_release){.l = WRITE(ra)};
     assert_int_equal(pthread_create(&t, NULL, release_from_other_thread, &o), 0);
     assert_int_equal(pthread_join(t, NULL), 0);
     ASSERT_RC(o.rc, DLOCK_ENOTOWNER);
     ASSERT_RC(dlock_lock_release(WRITE(rb)), DLOCK_ENOTOWNER);
-    hash_dump(f, "owned", after, sizeof(after));
+    hash_dump_sorted(f, "owned", after, sizeof(after));
     assert_string_equal(before, after);
     ASSERT_RC(dlock_lock_release(WRITE(ra)), DLOCK_OK);
     ASSERT_RC(dlock_lock_release(WRITE(ra)), DLOCK_ENOTOWNER);

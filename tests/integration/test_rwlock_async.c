@@ -42,7 +42,7 @@ static void test_async_owners_share_the_read_half_and_an_async_writer_waits_for_
     reader_field(c, 8, f8, sizeof(f8));
     writer_field(c, 9, w9, sizeof(w9));
     snprintf(want, sizeof(want), "%s=1;%s=1;mode=read;", f7, f8);
-    hash_dump(f, "async", dump, sizeof(dump));
+    hash_dump_sorted(f, "async", dump, sizeof(dump));
     assert_string_equal(dump, want);
     ASSERT_RC(dlock_lock_acquire_async(WRITE(rw), 9, slack_ms(10000), 30000, async_done, (void *)2),
               DLOCK_OK);
@@ -56,7 +56,7 @@ static void test_async_owners_share_the_read_half_and_an_async_writer_waits_for_
     ASSERT_RC(await_async(1), DLOCK_OK);
     ASSERT_RC(await_async(2), DLOCK_OK);
     snprintf(want, sizeof(want), "%s=1;mode=write;", w9);
-    hash_dump(f, "async", dump, sizeof(dump));
+    hash_dump_sorted(f, "async", dump, sizeof(dump));
     assert_string_equal(dump, want);
     ASSERT_RC(dlock_lock_release_async(READ(rw), 9, async_done, (void *)3), DLOCK_OK);
     ASSERT_RC(await_async(3), DLOCK_ENOTOWNER); /* the writer holds no read */

@@ -20,7 +20,7 @@ test_layout_is_mode_reader_and_writer_fields_and_a_timeout_key_per_read_hold(voi
 
     ASSERT_RC(dlock_lock_acquire(WRITE(rw), 20000), DLOCK_OK);
     snprintf(want, sizeof(want), "%s=1;mode=write;", wfield);
-    hash_dump(f, "layout", dump, sizeof(dump));
+    hash_dump_sorted(f, "layout", dump, sizeof(dump));
     assert_string_equal(dump, want);
     char *type = redis_fixture_str(f, "TYPE layout");
     assert_string_equal(type, "hash");
@@ -31,7 +31,7 @@ test_layout_is_mode_reader_and_writer_fields_and_a_timeout_key_per_read_hold(voi
     ASSERT_RC(dlock_lock_acquire(READ(rw), 10000), DLOCK_OK);
     ASSERT_RC(dlock_lock_acquire(READ(rw), 30000), DLOCK_OK);
     snprintf(want, sizeof(want), "%s=1;%s=2;mode=write;", wfield, rfield);
-    hash_dump(f, "layout", dump, sizeof(dump));
+    hash_dump_sorted(f, "layout", dump, sizeof(dump));
     assert_string_equal(dump, want);
     char *v = redis_fixture_str(f, "GET %s", key1);
     assert_string_equal(v, "1");
@@ -45,7 +45,7 @@ test_layout_is_mode_reader_and_writer_fields_and_a_timeout_key_per_read_hold(voi
 
     ASSERT_RC(dlock_lock_release(WRITE(rw)), DLOCK_OK);
     snprintf(want, sizeof(want), "%s=2;mode=read;", rfield);
-    hash_dump(f, "layout", dump, sizeof(dump));
+    hash_dump_sorted(f, "layout", dump, sizeof(dump));
     assert_string_equal(dump, want);
     ASSERT_BETWEEN(pttl_of(f, "layout"), 28000, 30000);
 
@@ -55,7 +55,7 @@ test_layout_is_mode_reader_and_writer_fields_and_a_timeout_key_per_read_hold(voi
     ASSERT_BETWEEN(pttl_of(f, key1), 8000, 10000);
     ASSERT_BETWEEN(pttl_of(f, "layout"), 8000, 10000);
     snprintf(want, sizeof(want), "%s=1;mode=read;", rfield);
-    hash_dump(f, "layout", dump, sizeof(dump));
+    hash_dump_sorted(f, "layout", dump, sizeof(dump));
     assert_string_equal(dump, want);
     int64_t ttl = 0;
     ASSERT_RC(dlock_lock_ttl(READ(rw), &ttl), DLOCK_OK);

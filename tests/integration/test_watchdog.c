@@ -29,6 +29,7 @@
 
 #include "core.h"
 #include "core_call.h"
+#include "harness.h"
 #include "redis_fixture.h"
 #include "test_util.h"
 
@@ -197,10 +198,7 @@ static void drop_range(dlock_client *c, void *arg) {
     }
 }
 
-typedef struct world {
-    redis_fixture *f;
-    dlock_client *c;
-} world;
+typedef test_world world;
 
 /* Creates leases [from, from+n) in Redis and registers them as held. */
 static void hold(world *w, size_t from, size_t n) {
@@ -251,37 +249,12 @@ static renew_view wait_ticks_settled(dlock_client *c, uint64_t ticks) {
 /* ---- per-test server and client ------------------------------------------------------------ */
 
 static int setup(void **state) {
-    world *w = calloc(1, sizeof(*w));
-    if (!w || redis_fixture_start(NULL, &w->f) != 0) {
-        free(w);
-        return -1;
-    }
-    dlock_options o;
-    dlock_options_init(&o);
-    o.url = redis_fixture_unix_url(w->f);
-    o.watchdog_ms = WATCHDOG_MS;
-    o.renew_batch = RENEW_BATCH;
-    o.retry_delay_ms = 20;
-    if (dlock_client_new(&o, &w->c) != DLOCK_OK) {
-        fprintf(stderr, "dlock_client_new: %s\n", dlock_last_error());
-        redis_fixture_stop(w->f);
-        free(w);
-        return -1;
-    }
-    *state = w;
-    return 0;
+    return test_world_setup_cfg(
+        state, (test_client_cfg){.watchdog_ms = WATCHDOG_MS, .renew_batch = RENEW_BATCH});
 }
 
 static int teardown(void **state) {
-    world *w = *state;
-    if (w) {
-        redis_fixture_resume(w->f); /* in case a test stopped half-way through a pause */
-        dlock_client_free(w->c);
-        redis_fixture_stop(w->f);
-        free(w);
-    }
-    test_watchdog_disarm();
-    return 0;
+    return test_world_teardown(state);
 }
 
 /* ---- tests ---------------------------------------------------------------------------------- */

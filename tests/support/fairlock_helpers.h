@@ -116,20 +116,6 @@ static inline long long channels_of(redis_fixture *f, const char *name) {
     return subscribed_channels_matching(f, pattern);
 }
 
-static inline void hash_dump(redis_fixture *f, const char *key, char *buf, size_t size) {
-    redisReply *r = redis_fixture_cmd(f, "HGETALL %s", key);
-    assert_non_null(r);
-    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-    buf[0] = '\0';
-    if (r->elements == 0)
-        snprintf(buf, size, "<none>");
-    for (size_t i = 0; i + 1 < r->elements; i += 2) {
-        size_t used = strlen(buf);
-        snprintf(buf + used, size - used, "%s=%s;", r->element[i]->str, r->element[i + 1]->str);
-    }
-    freeReplyObject(r);
-}
-
 /* ---- a waiting thread -------------------------------------------------------------------- */
 
 static atomic_int turns; /* acquisitions so far among a test's waiters */

@@ -92,6 +92,36 @@ long long command_calls(redis_fixture *f, const char *name) {
     return redis_fixture_info_int(f, "commandstats", field);
 }
 
+long long hget_int(redis_fixture *f, const char *key, const char *field) {
+    const char *argv[] = {"HGET", key, field};
+    size_t lens[] = {4, strlen(key), strlen(field)};
+    redisReply *r = redis_fixture_cmd_argv(f, 3, argv, lens);
+    assert_non_null(r);
+    long long v = 0;
+    if (r->type == REDIS_REPLY_STRING)
+        v = strtoll(r->str, NULL, 10);
+    else if (r->type != REDIS_REPLY_NIL)
+        fail_msg("HGET %s: reply type %d", key, r->type);
+    freeReplyObject(r);
+    return v;
+}
+
+void hash_dump(redis_fixture *f, const char *key, char *buf, size_t size) {
+    const char *argv[] = {"HGETALL", key};
+    size_t lens[] = {7, strlen(key)};
+    redisReply *r = redis_fixture_cmd_argv(f, 2, argv, lens);
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    buf[0] = '\0';
+    if (r->elements == 0)
+        snprintf(buf, size, "<none>");
+    for (size_t i = 0; i + 1 < r->elements; i += 2) {
+        size_t used = strlen(buf);
+        snprintf(buf + used, size - used, "%s=%s;", r->element[i]->str, r->element[i + 1]->str);
+    }
+    freeReplyObject(r);
+}
+
 long long pttl_of(redis_fixture *f, const char *key) {
     return redis_fixture_int(f, "PTTL %s", key);
 }
@@ -239,6 +269,8 @@ void test_client_options(redis_fixture *f, const test_client_cfg *cfg, dlock_opt
         o->retry_attempts = 0;
     else if (cfg->retry_attempts > 0)
         o->retry_attempts = cfg->retry_attempts;
+    if (cfg->renew_batch > 0)
+        o->renew_batch = cfg->renew_batch;
 }
 
 dlock_client *connect_client_cfg(redis_fixture *f, test_client_cfg cfg) {
@@ -259,6 +291,42 @@ int test_client_new(redis_fixture *f, const test_client_cfg *cfg, dlock_client *
 
 dlock_client *connect_client(redis_fixture *f) {
     return connect_client_cfg(f, (test_client_cfg){0});
+}
+
+/* ---- one server and one client per test ------------------------------------------------- */
+
+int test_world_setup_cfg(void **state, test_client_cfg cfg) {
+    test_world *w = calloc(1, sizeof(*w));
+    if (!w || redis_fixture_start(NULL, &w->f) != 0) {
+        free(w);
+        return -1;
+    }
+    if (cfg.retry_delay_ms == 0)
+        cfg.retry_delay_ms = 20;
+    if (test_client_new(w->f, &cfg, &w->c) != DLOCK_OK) {
+        fprintf(stderr, "dlock_client_new: %s\n", dlock_last_error());
+        redis_fixture_stop(w->f);
+        free(w);
+        return -1;
+    }
+    *state = w;
+    return 0;
+}
+
+int test_world_setup(void **state) {
+    return test_world_setup_cfg(state, (test_client_cfg){0});
+}
+
+int test_world_teardown(void **state) {
+    test_world *w = *state;
+    if (w) {
+        redis_fixture_resume(w->f);
+        dlock_client_free(w->c);
+        redis_fixture_stop(w->f);
+        free(w);
+    }
+    test_watchdog_disarm();
+    return 0;
 }
 
 /* ---- lost callbacks -------------------------------------------------------------------------- */

@@ -100,6 +100,12 @@ long long commands_but_info(redis_fixture *f);
 /* Calls of one command so far (INFO commandstats; name in lower case: "exists"). */
 long long command_calls(redis_fixture *f, const char *name);
 
+/* HGET key field through the admin connection; 0 when absent. */
+long long hget_int(redis_fixture *f, const char *key, const char *field);
+
+/* The hash at key as "field=value;..." ("<none>" when empty or absent). */
+void hash_dump(redis_fixture *f, const char *key, char *buf, size_t size);
+
 /* PTTL of key: -2 absent, -1 no expiry. */
 long long pttl_of(redis_fixture *f, const char *key);
 
@@ -133,6 +139,7 @@ typedef struct test_client_cfg {
     int64_t fair_wait_ms;
     int64_t retry_delay_ms; /* 0: TEST_RETRY_DELAY_MS */
     int retry_attempts;     /* 0: the default; TEST_NO_RETRY: no resend */
+    int renew_batch;
 } test_client_cfg;
 
 /* A test never waits the default second to reconnect. */
@@ -189,6 +196,23 @@ void blocking_call_start_asleep(blocking_call *c, int (*run)(void *arg), void *a
 bool blocking_call_returned(blocking_call *c);
 /* Joins the thread; run's status. */
 int blocking_call_join(blocking_call *c);
+
+/* ---- one server and one client per test ------------------------------------------------- */
+
+/* What test_world_setup puts in a cmocka test's state. */
+typedef struct test_world {
+    redis_fixture *f;
+    dlock_client *c;
+} test_world;
+
+/* cmocka setup: a fresh server and a client of it (retry_delay_ms 20) as a test_world in
+ * *state; -1 (cmocka reports it) if either cannot be made. */
+int test_world_setup(void **state);
+/* The same with cfg applied (its retry_delay_ms 0: 20). */
+int test_world_setup_cfg(void **state, test_client_cfg cfg);
+/* cmocka teardown: resumes the server (a test may have stopped half-way through a pause),
+ * frees the client, stops the server, disarms the test watchdog. */
+int test_world_teardown(void **state);
 
 /* ---- lost callbacks -------------------------------------------------------------------------- */
 

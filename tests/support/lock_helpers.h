@@ -42,23 +42,6 @@ static inline dlock_lock *new_fenced(dlock_client *c, const char *name) {
     return l;
 }
 
-/* The hash key as "field=value;..." (HGETALL through the fixture), or "<none>". */
-static inline void hash_dump(redis_fixture *f, const char *key, char *buf, size_t size) {
-    const char *argv[] = {"HGETALL", key};
-    size_t lens[] = {7, strlen(key)};
-    redisReply *r = redis_fixture_cmd_argv(f, 2, argv, lens);
-    assert_non_null(r);
-    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-    buf[0] = '\0';
-    if (r->elements == 0)
-        snprintf(buf, size, "<none>");
-    for (size_t i = 0; i + 1 < r->elements; i += 2) {
-        size_t used = strlen(buf);
-        snprintf(buf + used, size - used, "%s=%s;", r->element[i]->str, r->element[i + 1]->str);
-    }
-    freeReplyObject(r);
-}
-
 /* Run fn(arg) on a new thread (a new owner) and wait for it. */
 static inline void on_other_thread(void *(*fn)(void *), void *arg) {
     pthread_t t;

@@ -44,21 +44,6 @@ static inline void my_field(dlock_client *c, char *buf, size_t size) {
     snprintf(buf, size, "%s:%llu", dlock_client_id(c), (unsigned long long)dlock_thread_owner());
 }
 
-/* HGET key field through the admin connection; 0 when absent. */
-static inline long long hget_int(redis_fixture *f, const char *key, const char *field) {
-    const char *argv[] = {"HGET", key, field};
-    size_t lens[] = {4, strlen(key), strlen(field)};
-    redisReply *r = redis_fixture_cmd_argv(f, 3, argv, lens);
-    assert_non_null(r);
-    long long v = 0;
-    if (r->type == REDIS_REPLY_STRING)
-        v = strtoll(r->str, NULL, 10);
-    else if (r->type != REDIS_REPLY_NIL)
-        fail_msg("HGET %s: reply type %d", key, r->type);
-    freeReplyObject(r);
-    return v;
-}
-
 /* A plain synchronous hiredis connection to the proxy, replies time out after timeout_ms. */
 static inline redisContext *raw_connect(fault_proxy *p, int64_t timeout_ms) {
     struct timeval tv = {.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};

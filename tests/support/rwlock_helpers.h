@@ -65,7 +65,7 @@ static inline int cmp_str(const void *a, const void *b) {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static inline void hash_dump(redis_fixture *f, const char *key, char *buf, size_t size) {
+static inline void hash_dump_sorted(redis_fixture *f, const char *key, char *buf, size_t size) {
     const char *argv[] = {"HGETALL", key};
     size_t lens[] = {7, strlen(key)};
     redisReply *r = redis_fixture_cmd_argv(f, 2, argv, lens);
