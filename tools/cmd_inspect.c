@@ -24,7 +24,9 @@ static void print_help(void) {
            "\n"
            "Shows what NAME holds in Redis, read-only:\n"
            "  kind         lock, fair lock, read-write lock, semaphore, permit-expirable\n"
-           "               semaphore (permits), count-down latch, nothing, or not ours\n"
+           "               semaphore (permits), count-down latch, nothing, or not ours; a\n"
+           "               reentrant lock and a spin lock are the same hash in Redis, so a\n"
+           "               lock shows as 'lock (reentrant or spin)', or 'lock (fenced)'\n"
            "  holders      (locks) client id, owner id and hold count of each holder; mode\n"
            "               and lease of each (read-write locks)\n"
            "  ttl          the lock's remaining lease\n"
@@ -33,7 +35,8 @@ static void print_help(void) {
            "               (read-write locks) the writers waiting\n"
            "  permits      (semaphores) available permits; acquired ones with their lease\n"
            "  count        (latches) the remaining count\n"
-           "  waiting      clients subscribed to the object's channel (one per client)\n"
+           "  waiting      clients subscribed to the object's channel (one per client); a\n"
+           "               spin lock's waiters subscribe to nothing and are not counted\n"
            "\n"
            "A semaphore and a latch are both a bare number in Redis: the one somebody waits\n"
            "on is recognised; otherwise the kind is 'semaphore or latch' unless --as says.\n"
@@ -84,9 +87,10 @@ static void print_table(const inspection *in) {
     put_text(in->name);
     putchar('\n');
     row("kind");
-    printf("%s", obj_kind_title(in->kind));
     if (in->kind == OBJ_LOCK && in->fenced)
-        printf(" (fenced)");
+        printf("lock (fenced)"); /* the token says so: a spin lock has none */
+    else
+        printf("%s", obj_kind_title(in->kind));
     if (in->kind == OBJ_OTHER)
         printf(" (Redis %s)", in->redis_type);
     putchar('\n');

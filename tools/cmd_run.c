@@ -1,6 +1,6 @@
 /* cmd_run.c — `dlock run`: flock(1) across machines.
  *
- * Takes a lock (fenced; or fair, or a read-write lock's half; or a semaphore's permits)
+ * Takes a lock (fenced; or fair, or spin, or a read-write lock's half; or a semaphore's permits)
  * through the public API, runs COMMAND with DLOCK_NAME and DLOCK_TOKEN in its environment,
  * passes on the signals dlock receives, releases when COMMAND ends and exits with
  * COMMAND's status. If the lease is lost while COMMAND runs, COMMAND is terminated and
@@ -11,7 +11,7 @@
  * the main thread then waits on the self-pipe of events.c for the acquire, a signal, the
  * lost callback or the end of COMMAND alike, so ^C stops a wait at once.
  *
- * Lock kinds are a table (the default fenced lock, --fair, --read, --write): a kind is a
+ * Lock kinds are a table (the default fenced lock, --fair, --spin, --read, --write): a kind is a
  * row with a constructor, and a row without one is refused as "not available in this
  * version", so a kind the library gains later is one line here. */
 #include <errno.h>
@@ -44,6 +44,10 @@ static int make_fair(dlock_client *c, const char *name, run_lock *out) {
     return dlock_fairlock_new(c, name, &out->lock);
 }
 
+static int make_spin(dlock_client *c, const char *name, run_lock *out) {
+    return dlock_spinlock_new(c, name, &out->lock);
+}
+
 static int make_rw(dlock_client *c, const char *name, run_lock *out, bool write) {
     int rc = dlock_rwlock_new(c, name, &out->rw);
     if (rc == DLOCK_OK)
@@ -68,7 +72,7 @@ static void run_lock_free(run_lock *l) {
     l->rw = NULL;
 }
 
-typedef enum { KIND_LOCK, KIND_FAIR, KIND_READ, KIND_WRITE, KIND_COUNT } kind_id;
+typedef enum { KIND_LOCK, KIND_FAIR, KIND_SPIN, KIND_READ, KIND_WRITE, KIND_COUNT } kind_id;
 
 typedef struct lock_kind {
     const char *option; /* how it is asked for; NULL for the default */
@@ -82,6 +86,7 @@ typedef struct lock_kind {
 static const lock_kind kinds[KIND_COUNT] = {
     [KIND_LOCK] = {NULL, "locks", make_fenced, true},
     [KIND_FAIR] = {"--fair", "fair locks", make_fair, false},
+    [KIND_SPIN] = {"--spin", "spin locks", make_spin, false},
     [KIND_READ] = {"--read", "read-write locks", make_read, false},
     [KIND_WRITE] = {"--write", "read-write locks", make_write, false},
 };
@@ -93,6 +98,7 @@ enum {
     OPT_LEASE,
     OPT_WATCHDOG,
     OPT_FAIR,
+    OPT_SPIN,
     OPT_READ,
     OPT_WRITE,
     OPT_SEMAPHORE,
@@ -105,6 +111,7 @@ static const cli_opt run_opts_table[] = {
     {"lease", 0, true, OPT_LEASE, false},
     {"watchdog", 0, false, OPT_WATCHDOG, false},
     {"fair", 0, false, OPT_FAIR, false},
+    {"spin", 0, false, OPT_SPIN, false},
     {"read", 0, false, OPT_READ, false},
     {"write", 0, false, OPT_WRITE, false},
     {"semaphore", 0, true, OPT_SEMAPHORE, false},
@@ -117,7 +124,7 @@ typedef struct run_opts {
     const char *name;  /* the lock's or the semaphore's name */
     bool is_semaphore; /* --semaphore NAME */
     kind_id kind;
-    bool kind_given; /* one of --fair, --read, --write */
+    bool kind_given; /* one of --fair, --spin, --read, --write */
     int64_t wait_ms; /* DLOCK_FOREVER unless --wait */
     bool wait_given;
     int64_t lease_ms; /* DLOCK_WATCHDOG unless --lease */
@@ -137,7 +144,8 @@ static void print_help(void) {
         "Runs COMMAND while holding the lock NAME, flock(1) across machines: every dlock\n"
         "run (and every dlock or Redisson client) using NAME on the same Redis waits its\n"
         "turn. The lock is Redisson's RLock with fencing tokens (RFencedLock), or with\n"
-        "--fair an RFairLock, with --read / --write a half of an RReadWriteLock.\n"
+        "--fair an RFairLock, with --spin an RSpinLock, with --read / --write a half of an\n"
+        "RReadWriteLock.\n"
         "COMMAND's exit status is passed through.\n"
         "\n"
         "Options (before NAME, or anywhere before a '--' that ends them):\n"
@@ -148,6 +156,8 @@ static void print_help(void) {
         "  --lease MS       hold for at most MS ms, not renewed: when the lease runs out,\n"
         "                   COMMAND is terminated as for a lost lease\n"
         "  --fair           a fair lock: waiters get it first come, first served\n"
+        "  --spin           a spin lock: no pub/sub; a waiter tries again after a backoff\n"
+        "                   (1 ms doubling to 128 ms), as Redisson's RSpinLock\n"
         "  --read           the shared half of the read-write lock NAME: any number of\n"
         "                   --read runs together, none while a --write run holds it\n"
         "  --write          the exclusive half: alone, no readers\n"
@@ -187,6 +197,19 @@ static void print_help(void) {
         "\n"
         "%s",
         cli_global_help);
+}
+
+static kind_id kind_of_option(int id) {
+    switch (id) {
+    case OPT_FAIR:
+        return KIND_FAIR;
+    case OPT_SPIN:
+        return KIND_SPIN;
+    case OPT_READ:
+        return KIND_READ;
+    default:
+        return KIND_WRITE;
+    }
 }
 
 static int set_kind(run_opts *o, kind_id kind) {
@@ -248,10 +271,10 @@ static int parse_options(int argc, char **argv, bool options_first, run_opts *o,
             o->watchdog_given = true;
             break;
         case OPT_FAIR:
+        case OPT_SPIN:
         case OPT_READ:
         case OPT_WRITE:
-            rc = set_kind(o, id == OPT_FAIR ? KIND_FAIR : id == OPT_READ ? KIND_READ : KIND_WRITE);
-            if (rc != 0)
+            if ((rc = set_kind(o, kind_of_option(id))) != 0)
                 return rc;
             break;
         case OPT_SEMAPHORE:

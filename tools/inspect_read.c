@@ -3,7 +3,9 @@
  * Read-only commands only (TYPE, PTTL, GET, HGETALL, LRANGE, ZRANGE, EXISTS, TIME,
  * PUBSUB NUMSUB), on the layouts of REDIS_LAYOUT.md:
  *   lock            hash N: "<client-id>:<owner>" -> hold count; redisson_lock_token:{N}
- *                   (fenced); channel redisson_lock__channel:{N}
+ *                   (fenced); channel redisson_lock__channel:{N}. A spin lock (RSpinLock)
+ *                   is that hash and nothing more, so nothing in Redis tells it from a
+ *                   reentrant lock: the kind is "lock (reentrant or spin)"
  *   fair lock       the lock hash + list redisson_lock_queue:{N} of waiting owner fields
  *                   + zset redisson_lock_timeout:{N}: field -> when the waiter counts as
  *                   gone; each waiter listens on redisson_lock__channel:{N}:<field>
@@ -31,7 +33,7 @@ static const struct {
     const char *name, *title;
 } kind_names[] = {
     [OBJ_NONE] = {"none", "nothing"},
-    [OBJ_LOCK] = {"lock", "lock"},
+    [OBJ_LOCK] = {"lock", "lock (reentrant or spin)"},
     [OBJ_FAIR_LOCK] = {"fair_lock", "fair lock"},
     [OBJ_RWLOCK] = {"rwlock", "read-write lock"},
     [OBJ_SEMAPHORE] = {"semaphore", "semaphore"},

@@ -23,6 +23,7 @@
 #include "dlock.h"
 #include "harness.h"
 #include "redis_fixture.h"
+#include "spinlock_helpers.h"
 #include "test_util.h"
 
 #define BUDGET_S 120
@@ -59,29 +60,6 @@ static void duel_close(duel *d) {
     dlock_client_free(d->a);
     dlock_client_free(d->b);
     redis_fixture_stop(d->f);
-}
-
-/* Every pub/sub command the server ran, from clients or inside scripts (commandstats counts
- * both). */
-static long long pubsub_calls(redis_fixture *f) {
-    static const char *const fields[] = {
-        "cmdstat_publish.calls",    "cmdstat_spublish.calls",   "cmdstat_subscribe.calls",
-        "cmdstat_ssubscribe.calls", "cmdstat_psubscribe.calls",
-    };
-    long long n = 0;
-    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
-        n += redis_fixture_info_int(f, "commandstats", fields[i]);
-    return n;
-}
-
-/* No channel and no pattern has a subscriber on the server. */
-static void assert_no_subscriptions(redis_fixture *f) {
-    redisReply *r = redis_fixture_cmd(f, "PUBSUB CHANNELS");
-    assert_non_null(r);
-    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-    assert_int_equal(r->elements, 0);
-    freeReplyObject(r);
-    assert_int_equal(redis_fixture_int(f, "PUBSUB NUMPAT"), 0);
 }
 
 /* A blocking acquire on another thread (another owner), which then releases. */
@@ -210,7 +188,8 @@ static void test_try_acquire_on_a_held_spin_lock_times_out_after_its_wait(void *
     duel_close(&d);
 }
 
-static void test_a_waiter_gets_the_lock_after_release_with_no_publish_and_no_subscribe(void **state) {
+static void
+test_a_waiter_gets_the_lock_after_release_with_no_publish_and_no_subscribe(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     duel d;
@@ -404,8 +383,8 @@ static void test_the_watchdog_keeps_a_spin_lock_past_four_leases(void **state) {
     redis_fixture_stop(f);
 }
 
-static void test_force_release_by_another_client_calls_the_lost_callback_and_publishes_nothing(
-    void **state) {
+static void
+test_force_release_by_another_client_calls_the_lost_callback_and_publishes_nothing(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     const int64_t watchdog = 300;
@@ -466,8 +445,8 @@ static void test_async_acquire_waits_on_the_apps_loop_and_gets_it_after_release(
     RUN_LOOP_UNTIL(app.loop, ok, first.calls == 1, test_slack_ms(2000));
     assert_true(ok);
     ASSERT_OK(first.status);
-    ASSERT_OK(dlock_lock_acquire_async(other, 2, DLOCK_FOREVER, DLOCK_WATCHDOG, record_call,
-                                       &second));
+    ASSERT_OK(
+        dlock_lock_acquire_async(other, 2, DLOCK_FOREVER, DLOCK_WATCHDOG, record_call, &second));
     run_loop_for(app.loop, 200); /* it backs off meanwhile */
     assert_int_equal(second.calls, 0);
 
@@ -529,7 +508,8 @@ int main(void) {
         cmocka_unit_test(test_holds_count_0_1_2_1_0_in_the_reentrant_locks_hash_and_nothing_else),
         cmocka_unit_test(test_a_spin_lock_and_a_reentrant_lock_of_one_name_exclude_each_other),
         cmocka_unit_test(test_try_acquire_on_a_held_spin_lock_times_out_after_its_wait),
-        cmocka_unit_test(test_a_waiter_gets_the_lock_after_release_with_no_publish_and_no_subscribe),
+        cmocka_unit_test(
+            test_a_waiter_gets_the_lock_after_release_with_no_publish_and_no_subscribe),
         cmocka_unit_test(test_a_wait_backs_off_from_1_ms_doubling_to_128_ms_steps),
         cmocka_unit_test(test_a_waiter_looks_again_when_the_holders_lease_runs_out),
         cmocka_unit_test(test_threads_of_two_clients_never_overlap_and_the_counter_is_exact),
