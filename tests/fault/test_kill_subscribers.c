@@ -62,6 +62,15 @@ static long long pubsub_subscribers(redis_fixture *f, lock_kind kind, const char
     return n;
 }
 
+/* Whether the server ran no script call for 50 ms (a quiet window: the waiters are
+ * asleep) and at least at_least in all; *last is the count at the start of the window. */
+static bool scripts_settled(redis_fixture *f, long long *last, long long at_least) {
+    long long before = *last;
+    test_sleep_ms(50);
+    *last = script_calls(f);
+    return *last == before && *last >= at_least;
+}
+
 static void run_pubsub_kill(lock_kind kind, bool refuse_reconnect) {
     redis_fixture *f = start_server();
     const char *name = kind == KIND_FAIR ? "pubsub-killed-fair" : "pubsub-killed";
@@ -81,6 +90,7 @@ static void run_pubsub_kill(lock_kind kind, bool refuse_reconnect) {
         l[i] = a[i].l;
     }
     checker *k = checker_new(name, PUBSUB_WAITERS, 64, false);
+    long long scripts_before = script_calls(f);
     ASSERT_RC(dlock_lock_acquire(holder, 30000), DLOCK_OK);
     pubsub_waiter w[PUBSUB_WAITERS];
     pthread_t t[PUBSUB_WAITERS];
@@ -99,7 +109,13 @@ static void run_pubsub_kill(lock_kind kind, bool refuse_reconnect) {
                test_slack_ms(3000));
     if (!subscribed)
         fail_msg("%lld subscribers, expected %lld", pubsub_subscribers(f, kind, name), subscribers);
-    test_sleep_ms(test_slack_ms(200));
+    /* and each waiter's attempt after the subscription was confirmed made: no script call
+     * for 50 ms, at least one per waiter since the holder's */
+    long long scripts = script_calls(f);
+    bool settled = false;
+    POLL_UNTIL(settled, scripts_settled(f, &scripts, scripts_before + 1 + PUBSUB_WAITERS),
+               test_slack_ms(3000));
+    assert_true(settled);
     for (int i = 0; i < PUBSUB_WAITERS; i++)
         assert_int_equal(atomic_load(&w[i].rc), 1); /* still waiting */
 
@@ -117,7 +133,7 @@ static void run_pubsub_kill(lock_kind kind, bool refuse_reconnect) {
     ASSERT_RC(dlock_lock_release(holder), DLOCK_OK); /* its message finds nobody, or few */
     long long rejected = 0;
     if (refuse_reconnect) {
-        test_sleep_ms(300);
+        test_sleep_ms(300); /* the fault's window: no waiter can hear or come back */
         for (int i = 0; i < PUBSUB_WAITERS; i++)
             assert_int_equal(atomic_load(&w[i].rc), 1); /* nobody could know */
         rejected = redis_fixture_info_int(f, "stats", "rejected_connections") - rejected_before;
