@@ -10,7 +10,7 @@
  * client's hook on the conn). scripts/check-layers.py (`make lint`) reads this table:
  *
  *   layer base:      alloc error log random map owner url url_sentinel loop_ev sched
- *   layer transport: tls sock reply link script conn pubsub
+ *   layer transport: tls sock reply reply_shape link script conn pubsub
  *   layer engines:   op_error submit wait handle renew object
  *   layer client:    client client_timer
  *

@@ -8,8 +8,8 @@
  *   - a call on both faces: the blocking run (dlock__call_run) and the async submit, whose
  *     end hands the status to the user's callback (dlock__call_async);
  *   - what a call does on the loop thread, from a small table (dlock__call_class): send its
- *     command, judge the reply. With no judge the reply is one integer read strictly
- *     (dlock__reply_int64); dlock__call_get_count is a GET of the count (absent = 0);
+ *     command, check the reply against its script's shape (reply_shape.h), judge what it
+ *     says; dlock__call_get_count is a GET of the count (absent = 0);
  *   - a call that waits (an acquire, an await) runs in the core's waiting engine; its table
  *     adds what a message means and what to say when the time is up.
  * A primitive writes its keys, its arguments, and what its replies mean; nothing else.
@@ -24,6 +24,7 @@
 
 #include "dlock/timeouts.h"
 #include "dlock_int.h"
+#include "reply_shape.h"
 
 /* ---- shared by every primitive, locks included ------------------------------------------ */
 
@@ -39,6 +40,11 @@ int dlock__wake_one(const char *msg, size_t len);
  * only logged, as a warning "<arg> failed: <error>", where arg is a static string such as
  * "fair lock: leaving the queue". */
 void dlock__ignore_reply(dlock_client *c, int status, const dlock__reply *reply, void *arg);
+
+/* DLOCK_EREDIS with the op's detail "<what> <key>: unexpected reply from Redis: <what
+ * arrived>, where <script> answers <its forms>", for a reply that fits no form of shape. */
+int dlock__op_bad_shape(dlock__op *op, const dlock__reply_shape *shape, const dlock__reply *reply,
+                        const char *what, const char *key);
 
 /* ---- the object ------------------------------------------------------------------------- */
 
@@ -102,9 +108,13 @@ typedef struct dlock__call_class {
      * judge. DLOCK_OK, or the error it could not be sent with: the call ends with it. NULL:
      * nothing to send, the call succeeds as soon as it starts. */
     int (*send)(dlock__call *call);
+    /* What the script answers. A reply that fits none of its forms ends the call (or its
+     * wait) with DLOCK_EREDIS before judge sees it; one that fits is in call->got, its
+     * first value in call->out. NULL: the command is not a script (a GET), judge reads it. */
+    const dlock__reply_shape *shape;
     /* A reply that is not an error reply: DLOCK_OK, DLOCK__BUSY (calls that wait: not yet;
      * look again on a message or within call->hint_ms), or an error with the op's detail
-     * set (dlock__call_bad_reply). NULL: dlock__call_read_int. */
+     * set (dlock__op_fail). NULL: DLOCK_OK once the reply fits the shape. */
     int (*judge)(dlock__call *call, const dlock__reply *reply);
     /* A call that waits (an acquire, an await) runs in the core's waiting engine, each
      * attempt one send, on the object's channel: */
@@ -135,6 +145,7 @@ struct dlock__call {
     int64_t number;
     int64_t wait_ms;
     int64_t out;     /* the one integer back */
+    dlock__shape_values got; /* the reply's form and values, when the class has a shape */
     int sends;       /* in judge: how many times the command answered was sent (> 1: resent) */
     int64_t hint_ms; /* judge may lower it: DLOCK__RECHECK_MS when it starts */
     dlock__waiter waiter;
@@ -172,14 +183,9 @@ int dlock__call_script(dlock__call *call, enum dlock__script_id script, unsigned
                        const dlock__args *a);
 int dlock__call_get(dlock__call *call);
 
-/* Judges: the reply is one integer, into call->out; or a GET of a count (absent is 0, a
- * string that is not an integer is DLOCK_EREDIS naming what the key holds), into *count. */
-int dlock__call_read_int(dlock__call *call, const dlock__reply *reply);
+/* A judge's reading of a GET of a count (absent is 0, a string that is not an integer is
+ * DLOCK_EREDIS naming what the key holds), into *count. */
 int dlock__call_read_count(dlock__call *call, const dlock__reply *reply, int64_t *count);
-
-/* DLOCK_EREDIS with the detail "<what> <name>: unexpected reply from Redis: ...", for a
- * reply that is not the shape its script promises. */
-int dlock__call_bad_reply(dlock__call *call, const dlock__reply *reply);
 
 /* The call a waiter belongs to, for a class's need. */
 const dlock__call *dlock__call_of(const dlock__waiter *w);

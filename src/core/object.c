@@ -30,6 +30,13 @@ void dlock__ignore_reply(dlock_client *c, int status, const dlock__reply *reply,
         dlock__log(c, DLOCK_LOG_WARN, "%s failed: %s", (const char *)arg, dlock_strerror(status));
 }
 
+int dlock__op_bad_shape(dlock__op *op, const dlock__reply_shape *shape, const dlock__reply *reply,
+                        const char *what, const char *key) {
+    char text[200];
+    return dlock__op_fail(op, DLOCK_EREDIS, "%s %s: unexpected reply from Redis: %s", what, key,
+                          dlock__reply_shape_mismatch(shape, reply, text, sizeof(text)));
+}
+
 /* ---- the object ------------------------------------------------------------------------- */
 
 static void object_destroy(dlock__handle *h) {
@@ -110,6 +117,18 @@ static void call_result(dlock__call *call, int status) {
         dlock__op_end(&call->op, status);
 }
 
+/* The reply checked against the script's shape, then what the class makes of it. */
+static int judge(dlock__call *call, const dlock__reply *reply) {
+    const dlock__call_class *cls = call->cls;
+    if (cls->shape) {
+        if (!dlock__reply_shape_check(cls->shape, reply, &call->got))
+            return dlock__op_bad_shape(&call->op, cls->shape, reply, call->obj->cls->what,
+                                       call->obj->name);
+        call->out = call->got.value[0];
+    }
+    return cls->judge ? cls->judge(call, reply) : DLOCK_OK;
+}
+
 static void on_reply(dlock_client *c, int status, const dlock__reply *reply, void *arg) {
     dlock__call *call = arg;
     if (status != DLOCK_OK) {
@@ -120,10 +139,7 @@ static void on_reply(dlock_client *c, int status, const dlock__reply *reply, voi
     call->sends = dlock__reply_sends(c);
     call->hint_ms = DLOCK__RECHECK_MS; /* no TTL to hint with: look again in case a
                                           message was lost */
-    if (call->cls->judge)
-        status = call->cls->judge(call, reply);
-    else
-        status = dlock__call_read_int(call, reply);
+    status = judge(call, reply);
     call_result(call, status);
 }
 
@@ -140,19 +156,9 @@ int dlock__call_get(dlock__call *call) {
                           lens);
 }
 
-int dlock__call_read_int(dlock__call *call, const dlock__reply *reply) {
-    if (dlock__reply_int64(reply, &call->out) != DLOCK_OK)
-        return dlock__call_bad_reply(call, reply);
-    return DLOCK_OK;
-}
-
 int dlock__call_read_count(dlock__call *call, const dlock__reply *reply, int64_t *count) {
     return dlock__op_read_count(&call->op, reply, true, call->obj->cls->what, call->obj->name,
                                 count);
-}
-
-int dlock__call_bad_reply(dlock__call *call, const dlock__reply *reply) {
-    return dlock__op_bad_reply(&call->op, reply, call->obj->cls->what, call->obj->name);
 }
 
 static void call_attempt(dlock__waiter *w) {

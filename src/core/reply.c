@@ -105,34 +105,56 @@ int dlock__reply_int64_at(const dlock__reply *r, size_t i, int64_t *out) {
     return dlock__reply_int64(r->element[i], out);
 }
 
-void dlock__reply_describe(const dlock__reply *r, char *buf, size_t size) {
-    if (!r || r->type == REDIS_REPLY_NIL) {
-        snprintf(buf, size, "nothing");
-        return;
+static void describe_text(const char *text, char *buf, size_t size, size_t *used) {
+    if (*used < size) {
+        int n = snprintf(buf + *used, size - *used, "%s", text);
+        *used += n > 0 ? (size_t)n : 0;
     }
-    switch (r->type) {
-    case REDIS_REPLY_INTEGER:
-        snprintf(buf, size, "the integer %lld", r->integer);
+}
+
+/* One reply in words, appended at buf[*used] (snprintf cuts what does not fit). An array
+ * shows its first elements, one level deep: enough to tell {1, "1", "7"} from {1, 1, 7}. */
+static void describe(const dlock__reply *r, int depth, char *buf, size_t size, size_t *used) {
+    char *at = buf + (*used < size ? *used : size - 1);
+    size_t room = *used < size ? size - *used : 1;
+    int n;
+    if (!r || r->type == REDIS_REPLY_NIL) {
+        n = snprintf(at, room, "nothing");
+    } else if (r->type == REDIS_REPLY_INTEGER) {
+        n = snprintf(at, room, "the integer %lld", r->integer);
+    } else if (r->type == REDIS_REPLY_ARRAY) {
+        n = snprintf(at, room, "an array of %zu elements", r->elements);
+        *used += n > 0 ? (size_t)n : 0;
+        if (depth > 0 || r->elements == 0)
+            return;
+        size_t shown = r->elements < 4 ? r->elements : 4;
+        for (size_t i = 0; i < shown; i++) {
+            describe_text(i == 0 ? " [" : ", ", buf, size, used);
+            describe(r->element[i], depth + 1, buf, size, used);
+        }
+        describe_text(r->elements > shown ? ", ...]" : "]", buf, size, used);
         return;
-    case REDIS_REPLY_ARRAY:
-        snprintf(buf, size, "an array of %zu elements", r->elements);
-        return;
-    case REDIS_REPLY_STRING:
-    case REDIS_REPLY_STATUS:
-    case REDIS_REPLY_ERROR: {
+    } else if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS ||
+               r->type == REDIS_REPLY_ERROR) {
         /* at most 40 bytes of it, so the text stays readable; binary bytes as '?' */
         char shown[41];
-        size_t n = r->len < sizeof(shown) - 1 ? r->len : sizeof(shown) - 1;
-        for (size_t i = 0; i < n; i++)
+        size_t len = r->len < sizeof(shown) - 1 ? r->len : sizeof(shown) - 1;
+        for (size_t i = 0; i < len; i++)
             shown[i] = r->str[i] >= 0x20 && r->str[i] < 0x7f ? r->str[i] : '?';
-        shown[n] = '\0';
+        shown[len] = '\0';
         const char *kind = r->type == REDIS_REPLY_STRING ? "the string"
                            : r->type == REDIS_REPLY_STATUS ? "the status"
                                                            : "the error";
-        snprintf(buf, size, "%s \"%s\"%s", kind, shown, r->len > n ? "..." : "");
+        n = snprintf(at, room, "%s \"%s\"%s", kind, shown, r->len > len ? "..." : "");
+    } else {
+        n = snprintf(at, room, "a reply of type %d", r->type);
+    }
+    *used += n > 0 ? (size_t)n : 0;
+}
+
+void dlock__reply_describe(const dlock__reply *r, char *buf, size_t size) {
+    if (size == 0)
         return;
-    }
-    default:
-        snprintf(buf, size, "a reply of type %d", r->type);
-    }
+    size_t used = 0;
+    describe(r, 0, buf, size, &used);
 }

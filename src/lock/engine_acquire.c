@@ -3,6 +3,7 @@
  * attempt is the kind's acquire script, sent in the owner's turn. A busy reply gives the
  * wait its hint (the holder's pttl, or the kind's busy_hint); a kind with no channel waits
  * on no channel, so the hint alone wakes it. */
+#include "dlock_object.h"
 #include "engine.h"
 
 static void on_acquire_reply(dlock_client *c, int status, const dlock__reply *reply, void *arg);
@@ -45,10 +46,9 @@ static void acquire_send(lock_op *op) {
 
 /* Busy: the holder's remaining lease is when it may free itself (-1 never), unless the
  * kind says when to look again. */
-static int64_t busy_hint(lock_op *op, const dlock__reply *reply) {
-    int64_t pttl = dlock__reply_int(dlock__reply_at(reply, 1));
+static int64_t busy_hint(lock_op *op, int64_t pttl) {
     if (pttl == -2)
-        pttl = 0; /* gone by now: look again at once */
+        pttl = 0; /* gone by now: look again (the waiting engine's shortest sleep) */
     const dlock__lock_kind *kind = op->lock->kind;
     if (!kind->busy_hint)
         return pttl;
@@ -58,15 +58,15 @@ static int64_t busy_hint(lock_op *op, const dlock__reply *reply) {
 }
 
 /* Obtained: the hold as Redis counts it, its token, and its lease renewed from the send. */
-static void acquired(lock_op *op, const dlock__reply *reply) {
+static void acquired(lock_op *op, const dlock__shape_values *got) {
     hold *h = op->hold;
-    int64_t holds = dlock__reply_int(dlock__reply_at(reply, 1));
-    if (holds < h->count + 1)
-        dlock__holds_lost(h, DLOCK_ELOST); /* the owner's earlier holds vanished meanwhile */
+    int64_t holds = got->value[1];
+    if (holds <= h->count) /* fewer than one more: the owner's earlier holds vanished */
+        dlock__holds_lost(h, DLOCK_ELOST);
     h->count = holds;
     h->lease_ms = op->lease_ms;
     if (op->lock->fenced) {
-        h->token = (uint64_t)dlock__reply_int(dlock__reply_at(reply, 2));
+        h->token = (uint64_t)got->value[2];
         h->has_token = true;
     }
     if (op->lease_ms == DLOCK_WATCHDOG && !h->watchdog)
@@ -75,16 +75,40 @@ static void acquired(lock_op *op, const dlock__reply *reply) {
         dlock__lease_held(h->watchdog, op->sent_ms);
 }
 
+/* What the kind's script may answer this owner: a fenced lock's token rises above the
+ * owner's last one (none can rise above INT64_MAX). */
+static dlock__reply_shape acquire_shape(const lock_op *op) {
+    if (!op->lock->fenced)
+        return dlock__shape_lock_acquire;
+    dlock__reply_shape shape = dlock__shape_fenced_acquire;
+    const hold *h = op->hold;
+    dlock__shape_value *token = &shape.form[0].value[2];
+    if (h->has_token && h->token >= (uint64_t)INT64_MAX)
+        token->max = 0; /* below its min: no token fits */
+    else if (h->has_token)
+        token->min = (int64_t)h->token + 1;
+    return shape;
+}
+
 static void on_acquire_reply(dlock_client *c, int status, const dlock__reply *reply, void *arg) {
     (void)c;
     lock_op *op = arg;
     if (status != DLOCK_OK) {
         dlock__op_fail_reply(&op->op, status, reply);
         dlock__hold_settled(op, status, -1);
-    } else if (dlock__reply_int(dlock__reply_at(reply, 0)) == 0) {
-        dlock__hold_settled(op, DLOCK__BUSY, busy_hint(op, reply));
+        return;
+    }
+    dlock__reply_shape shape = acquire_shape(op);
+    dlock__shape_values got;
+    if (!dlock__reply_shape_check(&shape, reply, &got)) {
+        /* not the script speaking: nothing is recorded, and the wait ends (no retry) */
+        int rc = dlock__op_bad_shape(&op->op, &shape, reply, op->lock->kind->what,
+                                     op->lock->base.name);
+        dlock__hold_settled(op, rc, -1);
+    } else if (got.form == 1) {
+        dlock__hold_settled(op, DLOCK__BUSY, busy_hint(op, got.value[1]));
     } else {
-        acquired(op, reply);
+        acquired(op, &got);
         dlock__hold_settled(op, DLOCK_OK, -1);
     }
 }

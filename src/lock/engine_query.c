@@ -4,7 +4,12 @@
  * (member.h): an explicit lease for a hold, and a fenced member's token floor. */
 #include <string.h>
 
+#include "dlock_object.h"
 #include "engine.h"
+
+static int bad_shape(lock_op *op, const dlock__reply_shape *shape, const dlock__reply *reply) {
+    return dlock__op_bad_shape(&op->op, shape, reply, op->lock->kind->what, op->lock->base.name);
+}
 
 static void on_force_reply(dlock_client *c, int status, const dlock__reply *reply, void *arg) {
     (void)c;
@@ -13,7 +18,12 @@ static void on_force_reply(dlock_client *c, int status, const dlock__reply *repl
         dlock__lock_op_fail(op, status, reply);
         return;
     }
-    op->answer = dlock__reply_int(reply) == 1;
+    dlock__shape_values got;
+    if (!dlock__reply_shape_check(&dlock__shape_lock_force, reply, &got)) {
+        dlock__lock_op_end(op, bad_shape(op, &dlock__shape_lock_force, reply));
+        return;
+    }
+    op->answer = got.value[0];
     dlock__lock_op_end(op, DLOCK_OK);
 }
 
@@ -41,6 +51,28 @@ static bool mode_is(const dlock__reply *reply, const char *mode) {
     return s && len == strlen(mode) && memcmp(s, mode, len) == 0;
 }
 
+/* EXISTS, HEXISTS and PTTL answer an integer; HGET a count (a decimal string) or nil; the
+ * read-write halves' HGET of the mode a string or nil. DLOCK_EREDIS for anything else. */
+static int query_answer(lock_op *op, const dlock__reply *reply, int64_t *answer) {
+    const char *mode = op->lock->kind->locked_mode;
+    int type = dlock__reply_type(reply);
+    bool by_mode = op->what == DLOCK__MEMBER_IS_LOCKED && mode;
+    bool nil_ok = by_mode || op->what == DLOCK__MEMBER_HOLD_COUNT;
+    if (type == DLOCK__REPLY_NIL && nil_ok) {
+        *answer = 0;
+        return DLOCK_OK;
+    }
+    if (by_mode && type == DLOCK__REPLY_STRING) {
+        *answer = mode_is(reply, mode);
+        return DLOCK_OK;
+    }
+    bool counted = type == DLOCK__REPLY_INTEGER ||
+                   (type == DLOCK__REPLY_STRING && op->what == DLOCK__MEMBER_HOLD_COUNT);
+    if (!by_mode && counted && dlock__reply_int64(reply, answer) == DLOCK_OK)
+        return DLOCK_OK;
+    return dlock__op_bad_reply(&op->op, reply, op->lock->kind->what, op->lock->base.name);
+}
+
 static void on_query_reply(dlock_client *c, int status, const dlock__reply *reply, void *arg) {
     (void)c;
     lock_op *op = arg;
@@ -48,12 +80,7 @@ static void on_query_reply(dlock_client *c, int status, const dlock__reply *repl
         dlock__lock_op_fail(op, status, reply);
         return;
     }
-    const char *mode = op->lock->kind->locked_mode;
-    if (op->what == DLOCK__MEMBER_IS_LOCKED && mode)
-        op->answer = mode_is(reply, mode);
-    else
-        op->answer = dlock__reply_type(reply) == DLOCK__REPLY_NIL ? 0 : dlock__reply_int(reply);
-    dlock__lock_op_end(op, DLOCK_OK);
+    dlock__lock_op_end(op, query_answer(op, reply, &op->answer));
 }
 
 /* The query's command: name, key, and the owner's field or the mode field. */
@@ -120,7 +147,12 @@ static void on_owner_script_reply(dlock_client *c, int status, const dlock__repl
         dlock__lock_op_fail(op, status, reply);
         return;
     }
-    if (dlock__reply_int(reply) == 1) {
+    dlock__shape_values got;
+    if (!dlock__reply_shape_check(&dlock__shape_lock_owner_call, reply, &got)) {
+        dlock__lock_op_end(op, bad_shape(op, &dlock__shape_lock_owner_call, reply));
+        return;
+    }
+    if (got.value[0] == 1) {
         dlock__lock_op_end(op, DLOCK_OK);
         return;
     }

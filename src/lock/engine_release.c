@@ -7,6 +7,7 @@
  * the channel, a server error) changed nothing in Redis, so it must change nothing here
  * either: the lease it stopped is registered again and confirmed by one renewal, or the
  * lock would stay held in Redis with nobody renewing it. */
+#include "dlock_object.h"
 #include "engine.h"
 
 /* The owner still holds what a refused release stopped renewing. A lost connection is not
@@ -25,7 +26,7 @@ static void on_relet_reply(dlock_client *c, int status, const dlock__reply *repl
     (void)c;
     lock_op *op = arg;
     hold *h = op->hold;
-    bool answered = status == DLOCK_OK && dlock__reply_count(reply) == 1;
+    bool answered = status == DLOCK_OK && dlock__reply_shape_each(&dlock__shape_renewed, reply, 1);
     if (answered && dlock__reply_int(dlock__reply_at(reply, 0)) != 1)
         dlock__holds_lost(h, DLOCK_ELOST);
     else if (h->watchdog)
@@ -56,6 +57,14 @@ static void restore_lease(lock_op *op, int status) {
     }
 }
 
+/* The release ends with status (its detail set), as if Redis had not applied it. */
+static void release_refused(lock_op *op, int status) {
+    if (lease_to_restore(op, status))
+        restore_lease(op, status);
+    else
+        dlock__hold_settled(op, status, -1);
+}
+
 /* The release failed: reply is the server's error, or NULL. */
 static void release_failed(lock_op *op, int status, const dlock__reply *reply) {
     /* DLOCK_ECONN: it may or may not have been applied. A repeat of the release settles
@@ -64,10 +73,7 @@ static void release_failed(lock_op *op, int status, const dlock__reply *reply) {
     if (status == DLOCK_ECONN)
         op->hold->release_unsure = true;
     dlock__op_fail_reply(&op->op, status, reply);
-    if (lease_to_restore(op, status))
-        restore_lease(op, status);
-    else
-        dlock__hold_settled(op, status, -1);
+    release_refused(op, status);
 }
 
 static int lost_while_held(lock_op *op) {
@@ -96,11 +102,10 @@ static int nothing_held(lock_op *op, int sends, bool unsure) {
 
 /* What a successful reply means for the hold; the status to end the op with (its detail
  * set). sends: how many times the release was sent. */
-static int release_outcome(lock_op *op, const dlock__reply *reply, int sends) {
+static int release_outcome(lock_op *op, int64_t left, int sends) {
     hold *h = op->hold;
     bool unsure = h->release_unsure;
     h->release_unsure = false;
-    int64_t left = dlock__reply_int(reply);
     if (left < 0)
         return nothing_held(op, sends, unsure);
     h->count = left;
@@ -113,10 +118,16 @@ static int release_outcome(lock_op *op, const dlock__reply *reply, int sends) {
 
 static void on_release_reply(dlock_client *c, int status, const dlock__reply *reply, void *arg) {
     lock_op *op = arg;
-    if (status != DLOCK_OK)
+    dlock__shape_values got;
+    if (status != DLOCK_OK) {
         release_failed(op, status, reply);
-    else
-        dlock__hold_settled(op, release_outcome(op, reply, dlock__reply_sends(c)), -1);
+    } else if (!dlock__reply_shape_check(&dlock__shape_lock_release, reply, &got)) {
+        /* not the script speaking: the hold is kept (and renewed) as after a refusal */
+        release_refused(op, dlock__op_bad_shape(&op->op, &dlock__shape_lock_release, reply,
+                                                op->lock->kind->what, op->lock->base.name));
+    } else {
+        dlock__hold_settled(op, release_outcome(op, got.value[0], dlock__reply_sends(c)), -1);
+    }
 }
 
 /* The owner's turn (dlock__hold_run): its count is what Redis has, as the client knows. */

@@ -55,7 +55,10 @@ static int send_script(dlock__call *call) {
     return dlock__call_script(call, call->kind, DLOCK__CMD_RETRY_SAFE, 2, &a);
 }
 
-static const dlock__call_class script_call = {.send = send_script};
+static const dlock__call_class try_set_call = {.send = send_script,
+                                               .shape = &dlock__shape_latch_try_set};
+static const dlock__call_class count_down_call = {.send = send_script,
+                                                  .shape = &dlock__shape_latch_count_down};
 
 /* await: GET of the count until it is 0 (absent: unset or finished). A string that is not
  * an integer is not a finished latch: the wait ends with DLOCK_EREDIS. */
@@ -85,12 +88,12 @@ static int check(const dlock_latch *l, int64_t wait_ms) {
     return dlock__check_wait_ms(wait_ms);
 }
 
-static const dlock__call_args count_down_args = {.cls = &script_call,
+static const dlock__call_args count_down_args = {.cls = &count_down_call,
                                                  .kind = DLOCK__SCRIPT_SEMAPHORE_LATCH_COUNT_DOWN};
 
 int dlock_latch_try_set_count(dlock_latch *l, int64_t count, bool *was_set) {
     dlock__call_args args = {
-        .cls = &script_call, .kind = DLOCK__SCRIPT_SEMAPHORE_LATCH_TRY_SET, .number = count};
+        .cls = &try_set_call, .kind = DLOCK__SCRIPT_SEMAPHORE_LATCH_TRY_SET, .number = count};
     int rc = count < 0 ? dlock__fail(DLOCK_EINVAL, "count must not be negative") : check(l, 0);
     return rc ? rc : dlock__call_run_bool(&l->obj, args, was_set);
 }

@@ -57,7 +57,12 @@ static int send_script(dlock__call *call) {
     return dlock__call_script(call, call->kind, once ? DLOCK__CMD_RETRY_SAFE : 0, 2, &a);
 }
 
-static const dlock__call_class script_call = {.send = send_script};
+static const dlock__call_class try_set_call = {.send = send_script,
+                                               .shape = &dlock__shape_semaphore_try_set};
+static const dlock__call_class count_call = {.send = send_script,
+                                             .shape = &dlock__shape_semaphore_count};
+static const dlock__call_class drain_call = {.send = send_script,
+                                             .shape = &dlock__shape_semaphore_drain};
 
 /* acquire: KEYS N; ARGV permits; {1, left} taken, {0, available} not enough. */
 static int send_acquire(dlock__call *call) {
@@ -68,10 +73,8 @@ static int send_acquire(dlock__call *call) {
 }
 
 static int judge_acquire(dlock__call *call, const dlock__reply *reply) {
-    int64_t taken;
-    if (dlock__reply_int64_at(reply, 0, &taken) != DLOCK_OK)
-        return dlock__call_bad_reply(call, reply);
-    return taken == 1 ? DLOCK_OK : DLOCK__BUSY;
+    (void)reply;
+    return call->got.form == 0 ? DLOCK_OK : DLOCK__BUSY; /* {1, left} | {0, available} */
 }
 
 static int64_t need_permits(const dlock__waiter *w) {
@@ -86,6 +89,7 @@ static void acquire_timed_out(dlock__call *call) {
 /* A message carries the count available: it wakes the oldest waiters whose needs fit. */
 static const dlock__call_class acquire_call = {
     .send = send_acquire,
+    .shape = &dlock__shape_semaphore_acquire,
     .judge = judge_acquire,
     .waits = true,
     .need = need_permits,
@@ -110,21 +114,21 @@ static dlock__call_args acquire_args(int64_t permits, int64_t wait_ms) {
 }
 
 static dlock__call_args release_args(int64_t permits) {
-    return (dlock__call_args){.cls = permits ? &script_call : &dlock__call_nothing,
+    return (dlock__call_args){.cls = permits ? &count_call : &dlock__call_nothing,
                               .kind = DLOCK__SCRIPT_SEMAPHORE_SEM_RELEASE,
                               .number = permits};
 }
 
 int dlock_semaphore_try_set_permits(dlock_semaphore *s, int64_t permits, bool *was_set) {
     dlock__call_args args = {
-        .cls = &script_call, .kind = DLOCK__SCRIPT_SEMAPHORE_SEM_TRY_SET, .number = permits};
+        .cls = &try_set_call, .kind = DLOCK__SCRIPT_SEMAPHORE_SEM_TRY_SET, .number = permits};
     int rc = check(s, permits, 0);
     return rc ? rc : dlock__call_run_bool(&s->obj, args, was_set);
 }
 
 int dlock_semaphore_add_permits(dlock_semaphore *s, int64_t delta) {
     dlock__call_args args = {
-        .cls = &script_call, .kind = DLOCK__SCRIPT_SEMAPHORE_SEM_ADD, .number = delta};
+        .cls = &count_call, .kind = DLOCK__SCRIPT_SEMAPHORE_SEM_ADD, .number = delta};
     int rc = check(s, 0, 0);
     return rc ? rc : dlock__call_run(&s->obj, args, NULL);
 }
@@ -152,7 +156,7 @@ int dlock_semaphore_available(dlock_semaphore *s, int64_t *out) {
 }
 
 int dlock_semaphore_drain(dlock_semaphore *s, int64_t *drained) {
-    dlock__call_args args = {.cls = &script_call, .kind = DLOCK__SCRIPT_SEMAPHORE_SEM_DRAIN};
+    dlock__call_args args = {.cls = &drain_call, .kind = DLOCK__SCRIPT_SEMAPHORE_SEM_DRAIN};
     int rc = check(s, 0, 0);
     return rc ? rc : dlock__call_run(&s->obj, args, drained);
 }
