@@ -6,6 +6,7 @@
 #   make test       everything CI runs: build/ + ctest + valgrind + ASan/UBSan + TSan
 #   make install    build, then install into $(PREFIX) (default /usr/local), honoring DESTDIR
 #   make format     clang-format -i every C file
+#   make format-check  fail if any C file differs from clang-format's output (changes nothing)
 #   make lint       static checks of the tree: src/core's layers (scripts/check-layers.py),
 #                   the user docs' links (scripts/check-docs.py)
 #   make bench      the benchmarks (bench/run.sh)
@@ -19,8 +20,12 @@ CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
 FORMAT_DIRS := src include tests examples tools bench
+# The C files clang-format owns: every .c/.h under FORMAT_DIRS but generated ones (a build's
+# generated/ folder, should one sit in the tree) and third-party node_modules.
+FORMAT_FILES = find $(wildcard $(FORMAT_DIRS)) \( -name generated -o -name node_modules \) -prune \
+	-o -type f \( -name '*.c' -o -name '*.h' \) -print0
 
-.PHONY: all deps build demo test install format lint clean bench
+.PHONY: all deps build demo test install format format-check lint clean bench
 
 all: build
 
@@ -44,8 +49,11 @@ install: build
 
 format:
 	@command -v clang-format >/dev/null 2>&1 || { echo "make format needs clang-format (apt-get install clang-format)"; exit 1; }
-	find $(wildcard $(FORMAT_DIRS)) -type f \( -name '*.c' -o -name '*.h' \) -print0 \
-		| xargs -0 -r clang-format -i
+	$(FORMAT_FILES) | xargs -0 -r clang-format -i
+
+format-check:
+	@command -v clang-format >/dev/null 2>&1 || { echo "make format-check needs clang-format (apt-get install clang-format)"; exit 1; }
+	$(FORMAT_FILES) | xargs -0 -r clang-format --dry-run --Werror
 
 lint:
 	python3 scripts/check-layers.py
