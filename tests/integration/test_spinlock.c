@@ -472,6 +472,55 @@ static void test_async_acquire_waits_on_the_apps_loop_and_gets_it_after_release(
     app_close(&app);
 }
 
+/* ---- no channel rights ------------------------------------------------------------------- */
+
+/* A client of f as a user with every key and command but no channel (ACL resetchannels). */
+static dlock_client *connect_without_channels(redis_fixture *f) {
+    char url[512];
+    snprintf(url, sizeof(url), "unix://%s?user=nochan&password=pw", redis_fixture_socket(f));
+    return connect_client_cfg(f, (test_client_cfg){.url = url});
+}
+
+static void
+test_a_user_without_channel_rights_holds_waits_for_and_releases_a_spin_lock(void **state) {
+    (void)state;
+    test_watchdog_arm(BUDGET_S, __func__);
+    redis_fixture *f = start_server();
+    redisReply *r = redis_fixture_cmd(f, "ACL SETUSER nochan on >pw ~* resetchannels +@all");
+    assert_true(r && r->type != REDIS_REPLY_ERROR);
+    freeReplyObject(r);
+    dlock_client *a = connect_without_channels(f);
+    dlock_client *b = connect_without_channels(f);
+    dlock_lock *la = new_spin(a, "acl");
+    dlock_lock *lb = new_spin(b, "acl");
+    ASSERT_OK(dlock_lock_acquire(la, DLOCK_WATCHDOG));
+    long long scripts = script_calls(f);
+    waiting_owner w;
+    waiting_owner_start(&w, lb, 10000);
+    bool ok = false;
+    POLL_UNTIL(ok, script_calls(f) - scripts >= 3, test_slack_ms(2000)); /* it waits */
+    assert_true(ok);
+    ASSERT_OK(dlock_lock_release(la));
+    assert_int_equal(pthread_join(w.thread, NULL), 0);
+    ASSERT_OK(w.acquire_rc);
+    ASSERT_OK(w.release_rc);
+    bool was_locked = true;
+    ASSERT_OK(dlock_lock_force_release(lb, &was_locked));
+    assert_false(was_locked);
+
+    /* the same user cannot release a reentrant lock: its PUBLISH is refused */
+    dlock_lock *plain = NULL;
+    ASSERT_OK(dlock_lock_new(a, "acl-plain", &plain));
+    ASSERT_OK(dlock_lock_acquire(plain, 10000));
+    ASSERT_RC(dlock_lock_release(plain), DLOCK_ENOPERM);
+    dlock_lock_free(plain);
+    dlock_lock_free(la);
+    dlock_lock_free(lb);
+    dlock_client_free(a);
+    dlock_client_free(b);
+    redis_fixture_stop(f);
+}
+
 /* ---- bad input ------------------------------------------------------------------------------- */
 
 static void test_bad_arguments_are_einval_and_a_key_of_another_type_is_left_alone(void **state) {
@@ -517,6 +566,8 @@ int main(void) {
         cmocka_unit_test(
             test_force_release_by_another_client_calls_the_lost_callback_and_publishes_nothing),
         cmocka_unit_test(test_async_acquire_waits_on_the_apps_loop_and_gets_it_after_release),
+        cmocka_unit_test(
+            test_a_user_without_channel_rights_holds_waits_for_and_releases_a_spin_lock),
         cmocka_unit_test(test_bad_arguments_are_einval_and_a_key_of_another_type_is_left_alone),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
