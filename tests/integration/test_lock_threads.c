@@ -44,11 +44,9 @@ typedef struct checker {
     atomic_long counter;
     atomic_long overlaps;
     atomic_long next_slot;
-    atomic_long errors;
+    first_error errors;
     section *log;
     long cap;
-    pthread_mutex_t mu; /* first error text */
-    char error[256];
 } checker;
 
 typedef struct worker {
@@ -62,13 +60,7 @@ typedef struct worker {
 } worker;
 
 static void worker_error(worker *w, const char *what, int rc) {
-    checker *k = w->k;
-    if (atomic_fetch_add(&k->errors, 1) == 0) {
-        pthread_mutex_lock(&k->mu);
-        snprintf(k->error, sizeof(k->error), "worker %d: %s: %s (%s)", w->id, what,
-                 dlock_err_name(rc), dlock_last_error());
-        pthread_mutex_unlock(&k->mu);
-    }
+    first_error_note(&w->k->errors, w->id, what, rc);
 }
 
 static void critical_section(worker *w, long i) {
@@ -157,7 +149,6 @@ static run_result run_contended(redis_fixture *f, pair *p, int threads_per_clien
     int n = CLIENTS * threads_per_client;
     long total = n * sections;
     checker *k = calloc(1, sizeof(*k));
-    pthread_mutex_init(&k->mu, NULL);
     k->cap = total;
     k->log = calloc((size_t)total, sizeof(section));
     worker *w = calloc((size_t)n, sizeof(worker));
@@ -176,8 +167,8 @@ static run_result run_contended(redis_fixture *f, pair *p, int threads_per_clien
         assert_int_equal(pthread_join(t[i], NULL), 0);
     run_result res = {.sections = total, .took_ms = test_now_ms() - start};
 
-    if (atomic_load(&k->errors))
-        fail_msg("%ld errors, first: %s", atomic_load(&k->errors), k->error);
+    if (atomic_load(&k->errors.count))
+        fail_msg("%ld errors, first: %s", atomic_load(&k->errors.count), k->errors.text);
     if (atomic_load(&k->overlaps))
         fail_msg("%ld sections found another inside", atomic_load(&k->overlaps));
     for (int i = 0; i < n; i++)
@@ -205,7 +196,6 @@ static run_result run_contended(redis_fixture *f, pair *p, int threads_per_clien
     free(t);
     free(w);
     free(k->log);
-    pthread_mutex_destroy(&k->mu);
     free(k);
     return res;
 }

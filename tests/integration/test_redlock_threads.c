@@ -48,13 +48,11 @@ typedef struct checker {
     atomic_long counter;
     atomic_long overlaps;
     atomic_long next_slot;
-    atomic_long errors;
+    first_error errors;
     atomic_int ready; /* workers started */
     int workers;
     section *log;
     long cap;
-    pthread_mutex_t mu; /* first error text */
-    char error[256];
 } checker;
 
 typedef struct worker {
@@ -66,13 +64,7 @@ typedef struct worker {
 } worker;
 
 static void worker_error(worker *w, const char *what, int rc) {
-    checker *k = w->k;
-    if (atomic_fetch_add(&k->errors, 1) == 0) {
-        pthread_mutex_lock(&k->mu);
-        snprintf(k->error, sizeof(k->error), "worker %d: %s: %s (%s)", w->id, what,
-                 dlock_err_name(rc), dlock_last_error());
-        pthread_mutex_unlock(&k->mu);
-    }
+    first_error_note(&w->k->errors, w->id, what, rc);
 }
 
 static void critical_section(worker *w, long i) {
@@ -128,7 +120,6 @@ static int64_t run_checked(worker *w, int n, long sections) {
     long total = n * sections;
     checker *k = calloc(1, sizeof(*k));
     assert_non_null(k);
-    pthread_mutex_init(&k->mu, NULL);
     k->cap = total;
     k->workers = n;
     k->log = calloc((size_t)total, sizeof(section));
@@ -146,8 +137,8 @@ static int64_t run_checked(worker *w, int n, long sections) {
     for (int i = 0; i < n; i++)
         assert_int_equal(pthread_join(t[i], NULL), 0);
     int64_t took = test_now_ms() - start;
-    if (atomic_load(&k->errors))
-        fail_msg("%ld errors, first: %s", atomic_load(&k->errors), k->error);
+    if (atomic_load(&k->errors.count))
+        fail_msg("%ld errors, first: %s", atomic_load(&k->errors.count), k->errors.text);
     if (atomic_load(&k->overlaps))
         fail_msg("%ld sections found another inside", atomic_load(&k->overlaps));
     for (int i = 0; i < n; i++)
@@ -164,7 +155,6 @@ static int64_t run_checked(worker *w, int n, long sections) {
                      k->log[i].worker);
     free(t);
     free(k->log);
-    pthread_mutex_destroy(&k->mu);
     free(k);
     return took;
 }
@@ -251,7 +241,7 @@ test_two_threads_taking_overlapping_multilocks_in_opposite_orders_never_deadlock
     masters_start(f, 3);
     for (int i = 0; i < 3; i++)
         c[i] = connect_client_cfg(f[i], (test_client_cfg){.watchdog_ms = WATCHDOG_MS});
-    checker k = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    checker k = {0};
     long rounds = test_scaled(200);
     overlap_worker w[2] = {{.c = c, .index = 0, .rounds = rounds, .k = &k},
                            {.c = c, .index = 1, .rounds = rounds, .k = &k}};
@@ -275,7 +265,6 @@ test_two_threads_taking_overlapping_multilocks_in_opposite_orders_never_deadlock
                      0);
     printf("# MultiLock, 2 threads x %ld rounds in opposite orders: %lld ms\n", rounds,
            (long long)took);
-    pthread_mutex_destroy(&k.mu);
     for (int i = 0; i < 3; i++)
         ASSERT_RC(dlock_client_free(c[i]), DLOCK_OK);
     for (int i = 0; i < 3; i++)

@@ -44,9 +44,8 @@ typedef struct checker {
     atomic_long write_counter;
     atomic_long read_sections, write_sections, downgrades;
     atomic_long violations;
-    atomic_long errors;
-    pthread_mutex_t mu; /* first error and first violation texts */
-    char error[256];
+    first_error errors;
+    pthread_mutex_t mu; /* the first violation text */
     char violation[256];
 } checker;
 
@@ -60,13 +59,7 @@ typedef struct worker {
 } worker;
 
 static void worker_error(worker *w, const char *what, int rc) {
-    checker *k = w->k;
-    if (atomic_fetch_add(&k->errors, 1) == 0) {
-        pthread_mutex_lock(&k->mu);
-        snprintf(k->error, sizeof(k->error), "worker %d: %s: %s (%s)", w->id, what,
-                 dlock_err_name(rc), dlock_last_error());
-        pthread_mutex_unlock(&k->mu);
-    }
+    first_error_note(&w->k->errors, w->id, what, rc);
 }
 
 static void violation(worker *w, const char *what, long seen) {
@@ -216,8 +209,9 @@ static void test_random_read_write_mix_of_2_clients_x_6_threads_has_no_violation
     for (int i = 0; i < WORKERS; i++)
         assert_int_equal(pthread_join(threads[i], NULL), 0);
     int64_t took = test_now_ms() - start;
-    if (atomic_load(&k.errors))
-        fail_msg("%ld errors, first: %s (seed %u)", atomic_load(&k.errors), k.error, seed);
+    if (atomic_load(&k.errors.count))
+        fail_msg("%ld errors, first: %s (seed %u)", atomic_load(&k.errors.count), k.errors.text,
+                 seed);
     if (atomic_load(&k.violations))
         fail_msg("%ld violations, first: %s (seed %u)", atomic_load(&k.violations), k.violation,
                  seed);

@@ -46,11 +46,9 @@ typedef struct checker {
     atomic_int max_inside;
     atomic_long counter;
     atomic_long next_slot;
-    atomic_long errors;
+    first_error errors;
     section *log;
     long cap;
-    pthread_mutex_t mu; /* first error text */
-    char error[256];
 } checker;
 
 typedef struct worker {
@@ -63,13 +61,7 @@ typedef struct worker {
 } worker;
 
 static void worker_error(worker *w, const char *what, int rc) {
-    checker *k = w->k;
-    if (atomic_fetch_add(&k->errors, 1) == 0) {
-        pthread_mutex_lock(&k->mu);
-        snprintf(k->error, sizeof(k->error), "worker %d: %s: %s (%s)", w->id, what,
-                 dlock_err_name(rc), dlock_last_error());
-        pthread_mutex_unlock(&k->mu);
-    }
+    first_error_note(&w->k->errors, w->id, what, rc);
 }
 
 static void critical_section(worker *w, long i) {
@@ -166,7 +158,6 @@ static run_result run_contended(redis_fixture *f, const char *name, int64_t perm
     long total = n * sections;
     checker *k = calloc(1, sizeof(*k));
     assert_non_null(k);
-    pthread_mutex_init(&k->mu, NULL);
     k->cap = total;
     k->log = calloc((size_t)total, sizeof(section));
     worker *w = calloc((size_t)n, sizeof(worker));
@@ -181,8 +172,8 @@ static run_result run_contended(redis_fixture *f, const char *name, int64_t perm
         assert_int_equal(pthread_join(t[i], NULL), 0);
     run_result res = {.sections = total, .took_ms = test_now_ms() - start};
 
-    if (atomic_load(&k->errors))
-        fail_msg("%ld errors, first: %s", atomic_load(&k->errors), k->error);
+    if (atomic_load(&k->errors.count))
+        fail_msg("%ld errors, first: %s", atomic_load(&k->errors.count), k->errors.text);
     for (int i = 0; i < n; i++)
         if (w[i].done != sections)
             fail_msg("worker %d finished %ld of %ld sections", i, w[i].done, sections);
@@ -210,7 +201,6 @@ static run_result run_contended(redis_fixture *f, const char *name, int64_t perm
     free(t);
     free(w);
     free(k->log);
-    pthread_mutex_destroy(&k->mu);
     free(k);
     for (int i = 0; i < CLIENTS; i++) {
         dlock_semaphore_free(s[i]);

@@ -496,6 +496,14 @@ void masters_app_close(masters_app *a) {
     memset(a, 0, sizeof(*a));
 }
 
+/* ---- the first error of worker threads ------------------------------------------------ */
+
+void first_error_note(first_error *e, int worker_id, const char *what, int rc) {
+    if (atomic_fetch_add(&e->count, 1) == 0) /* the only writer of text */
+        snprintf(e->text, sizeof(e->text), "worker %d: %s: %s (%s)", worker_id, what,
+                 dlock_err_name(rc), dlock_last_error());
+}
+
 /* ---- a blocking call on a thread of its own ------------------------------------------------ */
 
 static void *blocking_call_main(void *arg) {

@@ -162,6 +162,19 @@ int test_client_new(redis_fixture *f, const test_client_cfg *cfg, dlock_client *
 /* dlock_options for a client of f (or cfg.url) with cfg applied; o.url points into f. */
 void test_client_options(redis_fixture *f, const test_client_cfg *cfg, dlock_options *o);
 
+/* ---- the first error of worker threads ------------------------------------------------ */
+
+/* How many errors worker threads met, and the text of the first. Zero it before the
+ * threads start; read text once they are joined. Thread-safe. */
+typedef struct first_error {
+    atomic_long count;
+    char text[256];
+} first_error;
+
+/* Counts an error: "worker <id>: <what>: <DLOCK_E*> (<dlock_last_error()>)" if it is the
+ * first. */
+void first_error_note(first_error *e, int worker_id, const char *what, int rc);
+
 /* ---- a blocking call on a thread of its own ------------------------------------------------ */
 
 /* A blocking call (an acquire, an await) made on a thread of the test's, so that the test
