@@ -40,6 +40,9 @@
 
 #include "core.h"
 
+/* The shortest sleep after a "busy" (see sleep_until_woken). */
+#define MIN_SLEEP_MS 1
+
 enum waiter_state { W_IDLE, W_TRYING, W_SUBSCRIBING, W_SLEEPING, W_DONE };
 
 typedef struct wait_queue {
@@ -252,11 +255,20 @@ static void on_timer(dlock__timer *t, void *arg) {
         attempt(w);
 }
 
+/* now + ms, saturated: a hint may be any lease another client set (up to INT64_MAX). */
+static int64_t due_after(int64_t now, int64_t ms) {
+    return ms > INT64_MAX - now ? INT64_MAX : now + ms;
+}
+
 static void sleep_until_woken(dlock__waiter *w, enum waiter_state state, int64_t hint_ms) {
     w->state = state;
     int64_t due = w->deadline_ms;
     if (hint_ms >= 0) {
-        int64_t hint_due = dlock__now_ms() + hint_ms;
+        /* never at once: a "busy" that says "free now" (a lease in its last ms, a holder
+         * gone) is looked at again after the shortest sleep, so no server answer, however
+         * often repeated, makes a wait send attempts back to back */
+        int64_t hint_due =
+            due_after(dlock__now_ms(), hint_ms > MIN_SLEEP_MS ? hint_ms : MIN_SLEEP_MS);
         if (hint_due < due)
             due = hint_due;
     }
@@ -461,7 +473,7 @@ bool dlock__message_count(const char *msg, size_t len, int64_t *available) {
 
 int64_t dlock__deadline_ms(int64_t wait_ms) {
     int64_t now = dlock__now_ms();
-    if (wait_ms < 0 || wait_ms > INT64_MAX - now)
-        return INT64_MAX; /* for ever, or so far off that it is the same */
-    return now + wait_ms;
+    if (wait_ms < 0)
+        return INT64_MAX; /* for ever */
+    return due_after(now, wait_ms); /* so far off that it is the same */
 }

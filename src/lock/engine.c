@@ -170,7 +170,9 @@ void dlock__holds_lost(hold *h, int reason) {
     if (h->count <= 0)
         return;
     lock_state *st = h->state;
-    h->lost += h->count;
+    /* saturated: a count is what Redis said, up to INT64_MAX (each lost hold is one
+     * DLOCK_ELOST to report; past INT64_MAX nobody releases that often) */
+    h->lost = h->count > INT64_MAX - h->lost ? INT64_MAX : h->lost + h->count;
     h->count = 0;
     dlock__hold_unwatch(h);
     dlock__user_callback_enter(st->client);
