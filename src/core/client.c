@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "core.h"
+#include "sentinel.h"
 
 #define DEFAULT_URL "redis://127.0.0.1:6379"
 
@@ -57,7 +58,23 @@ const char *dlock_client_id(const dlock_client *c) {
 
 /* Copies the caller's options over the defaults (only the fields its `size` covers, so a
  * program built against an older, smaller struct still works) and checks them. */
-static int take_options(const dlock_options *in, dlock_options *out, dlock__endpoint *ep) {
+/* A Sentinel URL gives the data nodes' settings in ep (no host: the sentinels name it) and
+ * the sentinels in su; any other URL leaves su empty. */
+static int parse_url(const char *url, dlock__endpoint *ep, dlock__sentinel_url *su, char *err,
+                     size_t errlen) {
+    memset(su, 0, sizeof(*su));
+    if (!dlock__url_is_sentinel(url))
+        return dlock__url_parse(url, ep, err, errlen);
+    int rc = dlock__sentinel_url_parse(url, su, err, errlen);
+    if (rc == DLOCK_OK) {
+        *ep = su->data;
+        memset(&su->data, 0, sizeof(su->data));
+    }
+    return rc;
+}
+
+static int take_options(const dlock_options *in, dlock_options *out, dlock__endpoint *ep,
+                        dlock__sentinel_url *su) {
     dlock_options_init(out);
     if (in) {
         if (in->size < offsetof(dlock_options, watchdog_ms) || in->size > sizeof(*in))
@@ -85,7 +102,7 @@ static int take_options(const dlock_options *in, dlock_options *out, dlock__endp
     if (!url || !url[0])
         url = DEFAULT_URL;
     char err[200];
-    int rc = dlock__url_parse(url, ep, err, sizeof(err));
+    int rc = parse_url(url, ep, su, err, sizeof(err));
     if (rc != DLOCK_OK)
         return dlock__fail(rc, "%s", err);
     out->url = NULL; /* the caller's string is not kept: the endpoint holds what it said */
@@ -103,6 +120,7 @@ static void close_all(dlock_client *c) {
     dlock__waits_close(&c->waits, c);
     dlock__renew_close(&c->renew, c);
     dlock__pubsub_close(&c->pubsub);
+    dlock__sentinel_close(c->sentinel);
     dlock__sched_close(&c->sched);
 }
 
@@ -195,6 +213,7 @@ static void client_destroy(dlock_client *c) {
         dlock__loop_free(c->loop);
     dlock__endpoint_free(&c->endpoint);
     dlock__tls_free(c->tls);
+    dlock__sentinel_free(c->sentinel);
     dlock__free(c->script_sha);
     pthread_mutex_destroy(&c->ready_mu);
     pthread_cond_destroy(&c->ready_cond);
@@ -205,6 +224,10 @@ static void client_destroy(dlock_client *c) {
  * failed) is what dlock_client_new waits for; later ones change nothing here. */
 static void on_connect_outcome(dlock__conn *conn, int status) {
     dlock_client *c = DLOCK__CONTAINER_OF(conn, dlock_client, conn);
+    /* A failover moved us: what the old master confirmed, the new one may lack. Confirm
+     * every held lease there now, not at the next tick (a lost one is reported at once). */
+    if (status == DLOCK_OK && c->sentinel && dlock__sentinel_take_moved(c->sentinel, &conn->link))
+        dlock__renew_now(c);
     pthread_mutex_lock(&c->ready_mu);
     if (c->ready_status == 1) {
         c->ready_status = status;
@@ -216,27 +239,36 @@ static void on_connect_outcome(dlock__conn *conn, int status) {
 static int client_create(const dlock_options *o, dlock__loop *loop, dlock_client **out) {
     dlock_options opts;
     dlock__endpoint ep;
-    int rc = take_options(o, &opts, &ep);
+    dlock__sentinel_url su;
+    int rc = take_options(o, &opts, &ep, &su);
     if (rc != DLOCK_OK)
         return rc;
-    dlock_client *c = dlock__calloc(1, sizeof(*c));
-    if (!c) {
+    dlock__sentinel *sentinel = NULL;
+    dlock_client *c = NULL;
+    if ((su.count > 0 && dlock__sentinel_new(&su, &sentinel) != DLOCK_OK) ||
+        !(c = dlock__calloc(1, sizeof(*c)))) {
+        dlock__sentinel_free(sentinel);
         dlock__endpoint_free(&ep);
         return dlock__fail(DLOCK_ENOMEM, "out of memory");
     }
     c->opts = opts;
     c->endpoint = ep;
+    c->sentinel = sentinel;
     if (ep.tls) {
         char err[300];
         rc = dlock__tls_new(&c->endpoint, &c->tls, err, sizeof(err));
         if (rc != DLOCK_OK) {
             dlock__endpoint_free(&c->endpoint);
+            dlock__sentinel_free(c->sentinel);
             dlock__free(c);
             return dlock__fail(rc, "%s", err);
         }
     }
     if (ep.is_unix)
         snprintf(c->endpoint_key, sizeof(c->endpoint_key), "unix:%s/%d", ep.path, ep.db);
+    else if (sentinel)
+        snprintf(c->endpoint_key, sizeof(c->endpoint_key), "sentinel:%s/%d",
+                 dlock__sentinel_master_name(sentinel), ep.db);
     else
         snprintf(c->endpoint_key, sizeof(c->endpoint_key), "%s:%d/%d", ep.host, ep.port, ep.db);
     dlock__map_init(&c->shared);
@@ -260,11 +292,22 @@ static int client_create(const dlock_options *o, dlock__loop *loop, dlock_client
     dlock__conn_init(&c->conn, c);
     c->conn.on_outcome = on_connect_outcome;
     dlock__pubsub_init(&c->pubsub, c);
+    if (c->sentinel) { /* both connections go where the sentinels say */
+        dlock__sentinel_attach(c->sentinel, &c->conn.link);
+        dlock__sentinel_attach(c->sentinel, &c->pubsub.link);
+    }
     dlock__waits_init(&c->waits);
     dlock__renew_init(&c->renew, c);
     dlock__loop_wake_init(&c->stop_wake, on_stop, c);
     *out = c;
     return DLOCK_OK;
+}
+
+/* The command connection, and with a Sentinel URL the watch for failovers. */
+static void start_connections(dlock_client *c) {
+    dlock__link_start(&c->conn.link);
+    if (c->sentinel)
+        dlock__sentinel_start(c->sentinel);
 }
 
 /* Stops the I/O thread after closing everything on it, and frees c. */
@@ -284,7 +327,7 @@ int dlock_client_new(const dlock_options *o, dlock_client **out) {
     dlock__loop_wake_start(c->loop, &c->stop_wake);
     /* The loop does not run yet: starting the connection from this thread is safe, and
      * pthread_create orders it before everything the I/O thread does. */
-    dlock__link_start(&c->conn.link);
+    start_connections(c);
     if (start_io_thread(c) != 0) {
         close_all(c);
         client_destroy(c);
@@ -315,7 +358,7 @@ int dlock_client_new_on_loop(const dlock_options *o, dlock__loop *loop, dlock_cl
     if (rc != DLOCK_OK)
         return rc;
     c->loop_thread = pthread_self();
-    dlock__link_start(&c->conn.link);
+    start_connections(c);
     *out = c;
     return DLOCK_OK;
 }

@@ -10,7 +10,7 @@
  * client's hook on the conn). scripts/check-layers.py (`make lint`) reads this table:
  *
  *   layer base:      alloc error log random map owner url url_sentinel loop_ev sched
- *   layer transport: tls sock reply reply_shape link script conn pubsub
+ *   layer transport: tls sock reply reply_shape link sentinel script conn pubsub
  *   layer engines:   op_error submit wait handle renew object
  *   layer client:    client client_timer
  *
@@ -18,7 +18,8 @@
  * ids and key names, URLs, the loop adapter (the one file that includes <ev.h>) and the
  * timer heap. transport: TLS settings (OpenSSL), a socket's bytes (resolve, connect, TLS,
  * buffered writes), replies, a connection with its RESP reader, reply dispatch, handshake
- * and reconnects, the script registry, the command connection, the subscriber connection
+ * and reconnects, the Sentinel resolver (which master a link connects to, and following
+ * its failovers), the script registry, the command connection, the subscriber connection
  * and its channel router (the only files that include hiredis or OpenSSL). engines: an op's failure
  * texts, the submit door, the waiting engine, the handle life cycle, the watchdog, the object-and-
  * call helper of non-lock primitives. client: assembles them; the public faces. */
@@ -183,8 +184,9 @@ struct dlock__link {
     bool (*on_push)(dlock__link *link, const dlock__reply *reply);
     /* Where to connect, asked at the start of every attempt (NULL: the client's URL). The
      * hook answers, at once or later on the loop thread, with dlock__link_connect_to or
-     * dlock__link_resolve_failed; the attempt's connect timeout runs from its start, so a
-     * hook that never answers costs a timed-out attempt and a backoff, like a dead server.
+     * dlock__link_resolve_failed, and bounds its own time (it must answer): the attempt's
+     * connect timeout runs from dlock__link_connect_to, so that a sentinel that had to be
+     * waited out does not also cost the connection to the master its time.
      * Sentinel plugs in here (ask the sentinels for the master, then connect to it). */
     void (*resolve)(dlock__link *link);
     void *resolve_arg; /* the hook's own */
@@ -302,6 +304,8 @@ typedef struct dlock__renew {
 
 void dlock__renew_init(dlock__renew *r, dlock_client *c);
 void dlock__renew_close(dlock__renew *r, dlock_client *c); /* forgets every lease, no callback */
+/* Renews every held lease now, not at the next tick (the client landed on a new master). */
+void dlock__renew_now(dlock_client *c);
 
 /* ---- the submit door (submit.c) --------------------------------------------------------- */
 
@@ -326,6 +330,7 @@ struct dlock_client {
     dlock_options opts;
     dlock__endpoint endpoint;
     dlock__tls *tls;        /* rediss://: both connections' TLS settings; NULL otherwise */
+    struct dlock__sentinel *sentinel; /* a Sentinel URL: finds the master (sentinel.h) */
     char endpoint_key[300]; /* dlock__client_endpoint */
     char id[37];
 

@@ -320,6 +320,8 @@ void dlock__link_connect_to(dlock__link *link, const dlock__endpoint *ep) {
         return; /* the attempt timed out (or was closed) while the hook worked */
     dlock_client *c = link->client;
     link->target = ep;
+    if (link->resolve) /* the connect timeout bounds the connection, the hook its own time */
+        dlock__timer_start(&c->sched, &link->timer, c->opts.connect_timeout_ms);
     char why[200];
     link->reader = redisReaderCreate();
     if (!link->reader) {
@@ -340,11 +342,13 @@ void dlock__link_start(dlock__link *link) {
     dlock_client *c = link->client;
     link->state = LINK_CONNECTING;
     link->last_error = DLOCK_OK;
-    dlock__timer_start(&c->sched, &link->timer, c->opts.connect_timeout_ms);
-    if (link->resolve)
+    if (link->resolve) {
+        dlock__timer_stop(&c->sched, &link->timer);
         link->resolve(link);
-    else
-        dlock__link_connect_to(link, &c->endpoint);
+        return;
+    }
+    dlock__timer_start(&c->sched, &link->timer, c->opts.connect_timeout_ms);
+    dlock__link_connect_to(link, &c->endpoint);
 }
 
 void dlock__link_close(dlock__link *link) {

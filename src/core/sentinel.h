@@ -40,11 +40,15 @@ void dlock__sentinel_url_free(dlock__sentinel_url *u);
  * failovers (sentinel.c says how). Loop thread only, except new and free. */
 typedef struct dlock__sentinel dlock__sentinel;
 
-/* A resolver for client c; takes what url owns (url is left empty). DLOCK_ENOMEM. */
-int dlock__sentinel_new(dlock_client *c, dlock__sentinel_url *url, dlock__sentinel **out);
-/* link (the command or the subscriber link; two at most) asks s where to connect at every
- * attempt, and is dropped when a failover moves the master. Before the link starts. */
+/* A resolver for the sentinels and master of url; takes what url owns (url is left empty,
+ * also on failure: DLOCK_ENOMEM). The data nodes' settings (credentials, db, TLS) are the
+ * client's endpoint, into which the client moves url->data first. */
+int dlock__sentinel_new(dlock__sentinel_url *url, dlock__sentinel **out);
+/* link (the command or the subscriber link of one client; two at most) asks s where to
+ * connect at every attempt, and is dropped when a failover moves the master. Before the
+ * link starts. */
 void dlock__sentinel_attach(dlock__sentinel *s, dlock__link *link);
+const char *dlock__sentinel_master_name(const dlock__sentinel *s);
 /* Subscribes to +switch-master on a sentinel (the next one after each drop). */
 void dlock__sentinel_start(dlock__sentinel *s);
 /* True, once, when link's latest connection went to another master than its previous
