@@ -2,7 +2,8 @@
  * primitive made from it.
  *
  * A client owns a command connection, a subscriber connection (opened on first wait),
- * the watchdog that renews held leases, and an event loop. dlock_client_new() gives the
+ * with a Sentinel URL one more connection to a sentinel that watches for failovers, the
+ * watchdog that renews held leases, and an event loop. dlock_client_new() gives the
  * blocking face: the client runs its own loop in an I/O thread and every blocking call is
  * safe from any thread. dlock_client_new_on_loop() (dlock/adapters/libev.h) gives the
  * async face on the application's own libev loop. */
@@ -31,7 +32,11 @@ enum { DLOCK_LOG_ERROR = 0, DLOCK_LOG_WARN = 1, DLOCK_LOG_INFO = 2, DLOCK_LOG_DE
 typedef struct dlock_options {
     size_t size;                /* set by dlock_options_init; lets fields be added later */
     const char *url;            /* redis://[user:password@]host[:port][/db]
+                                   rediss://...[?cacert=F&cert=F&key=F&sni=N&insecure=1]
                                    unix:///path/to/redis.sock[?db=N&user=U&password=P]
+                                   redis-sentinel://[u:p@]host[:port][,host[:port]...]/MASTER[/db]
+                                   rediss-sentinel://... (TLS to sentinels and master),
+                                   sentinel_user=, sentinel_password= in the query
                                    NULL: $DLOCK_URL, else redis://127.0.0.1:6379 */
     int64_t watchdog_ms;        /* 30000: lease of holds taken without one; renewed every third */
     int renew_batch;            /* 100: leases renewed per script call */
@@ -44,41 +49,69 @@ typedef struct dlock_options {
     void *log_arg;
 } dlock_options;
 
-/* Fills o with the defaults above. Always call it before setting fields. */
+/* Fills o with the defaults above. Always call it before setting fields. No I/O; any
+ * thread. NULL is a no-op.
+ *
+ * Returns: nothing. */
 DLOCK_EXTERN void dlock_options_init(dlock_options *o);
 
-/* Blocking face. Parses the options (DLOCK_EINVAL on a bad URL or value, before any I/O),
- * starts the client's I/O thread and connects. Returns DLOCK_OK once the command
- * connection is ready (authenticated, database selected, scripts loaded); DLOCK_ECONN if
- * Redis could not be reached within connect_timeout_ms, DLOCK_EAUTH if it refused the
- * credentials, DLOCK_ENOMEM. o may be NULL for all defaults. *out is written only on
- * success; the caller owns the client and frees it with dlock_client_free(). */
+/* Blocking face. Parses the options (o may be NULL for all defaults; a bad URL or value is
+ * DLOCK_EINVAL before any I/O), starts the client's I/O thread and connects: it blocks
+ * until the command connection is ready (authenticated, database selected, scripts
+ * loaded) or connect_timeout_ms has passed. Any thread. *out is written only on success;
+ * the caller owns the client and frees it with dlock_client_free().
+ *
+ * Returns: DLOCK_OK; DLOCK_EINVAL (NULL out, a bad URL or option, o->size not set, a TLS
+ *   file that cannot be read; with a Sentinel URL, a master no sentinel knows);
+ *   DLOCK_ENOMEM; DLOCK_ECONN (Redis, or every sentinel, not reached within
+ *   connect_timeout_ms); DLOCK_EAUTH (the credentials refused); DLOCK_EREDIS (the server
+ *   refused the handshake otherwise, e.g. SELECT of a database it does not have);
+ *   DLOCK_ENOPERM (the ACL denies the user a command of the handshake: SELECT, SCRIPT
+ *   LOAD). */
 DLOCK_EXTERN int dlock_client_new(const dlock_options *o, dlock_client **out);
 
 /* Closes the client: stops renewals (held leases then expire in Redis by their lease),
- * completes every pending operation with DLOCK_ECANCELED, closes the connections and joins
- * the I/O thread. Every primitive made from c must be freed before. Blocking face: call
- * from any thread but the loop thread. Async face: call on the loop thread; callbacks of
- * canceled operations run inside this call. NULL is a no-op and returns DLOCK_OK. */
+ * completes every pending operation with DLOCK_ECANCELED, closes the connections and, on
+ * the blocking face, joins the I/O thread. Every primitive made from c must be freed
+ * before. Blocking face: call from any thread but the loop thread; it returns once
+ * everything is closed. Async face: call on the loop thread, outside any dlock callback;
+ * the callbacks of canceled operations run inside this call (the one exception to "never
+ * inside the call" of dlock.h's callback contract). On failure nothing was closed.
+ *
+ * Returns: DLOCK_OK (NULL c too); DLOCK_EINVAL (async face: called off the loop thread);
+ *   DLOCK_EBUSY (async face: called from inside a dlock callback); DLOCK_EDEADLK (blocking
+ *   face: called on the loop thread, e.g. from a dlock callback). */
 DLOCK_EXTERN int dlock_client_free(dlock_client *c);
 
-/* The client's random UUID (36 lowercase characters), the first half of every owner
- * field it writes. Valid as long as c. */
+/* The client's random UUID, the first half of every owner field it writes. No I/O; any
+ * thread.
+ *
+ * Returns: 36 lowercase characters, valid as long as c; "" for NULL c. */
 DLOCK_EXTERN const char *dlock_client_id(const dlock_client *c);
 
 /* The owner id the blocking face uses for the calling thread: unique per thread for the
  * life of the process (ids are never reused), never 0, and always at least
  * DLOCK_THREAD_OWNER_BASE, so async owner ids below it never collide with a thread.
- * Safe from any thread. */
+ * No I/O; any thread.
+ *
+ * Returns: the calling thread's id. */
 #define DLOCK_THREAD_OWNER_BASE (UINT64_C(1) << 62)
 DLOCK_EXTERN uint64_t dlock_thread_owner(void);
 
 /* One round trip (PING) on the command connection. Blocking; any thread but the loop
- * thread (DLOCK_EDEADLK there). DLOCK_OK, DLOCK_ECONN, DLOCK_ECLOSED. */
+ * thread.
+ *
+ * Returns: DLOCK_OK; DLOCK_EINVAL (NULL c); DLOCK_ENOMEM; DLOCK_ECONN; DLOCK_EAUTH;
+ *   DLOCK_EREDIS; DLOCK_ECANCELED (the client freed first); DLOCK_ECLOSED (the client
+ *   closing); DLOCK_EDEADLK; DLOCK_ENOPERM. */
 DLOCK_EXTERN int dlock_client_ping(dlock_client *c);
 
-/* Async twin of dlock_client_ping: cb runs once on the loop thread, never from inside this
- * call, with DLOCK_OK or an error. Returns DLOCK_OK, or an error and then cb never runs. */
+/* Async twin of dlock_client_ping. cb runs as dlock.h's callback contract says. Call from
+ * the loop thread (async face) or any thread (blocking face).
+ *
+ * Returns: DLOCK_OK; DLOCK_EINVAL (NULL c or cb); DLOCK_ENOMEM; DLOCK_ECLOSED.
+ * Callback status: DLOCK_OK; DLOCK_ENOMEM; DLOCK_ECONN; DLOCK_EAUTH; DLOCK_EREDIS;
+ *   DLOCK_ECANCELED (the client freed first); DLOCK_ECLOSED; DLOCK_ENOPERM. */
 typedef void (*dlock_client_cb)(dlock_client *c, int status, void *arg);
 DLOCK_EXTERN int dlock_client_ping_async(dlock_client *c, dlock_client_cb cb, void *arg);
 
