@@ -134,6 +134,9 @@ static void print_table(const inspection *in) {
         put_text(in->note);
         putchar('\n');
     }
+    row("server");
+    put_text(in->server);
+    putchar('\n');
 
     if (in->nholders > 0) {
         bool rw = in->kind == OBJ_RWLOCK;
@@ -262,6 +265,8 @@ static void print_json(const inspection *in) {
     json_str(in->mode);
     json_key("count", false);
     json_int_or_null(in->count, in->has_count);
+    json_key("server", false);
+    json_str(in->server);
 
     json_key("holders", false);
     putchar('[');
@@ -358,14 +363,16 @@ int cmd_inspect(int argc, char **argv) {
         return cli_usage_error("no NAME given");
 
     redisContext *c = NULL;
+    char server[sizeof(((inspection *)0)->server)];
     int code =
         redis_sync_open(cli_url(), cli_g.connect_timeout_ms ? cli_g.connect_timeout_ms : 10000,
-                        cli_g.timeout_ms ? cli_g.timeout_ms : 3000, &c);
+                        cli_g.timeout_ms ? cli_g.timeout_ms : 3000, &c, server, sizeof(server));
     if (code != 0)
         return code;
     inspection in;
     code = inspect_read(c, name, as, &in);
     redisFree(c);
+    memcpy(in.server, server, sizeof(server));
     if (code == 0) {
         if (json)
             print_json(&in);

@@ -74,9 +74,10 @@ int cmd_release(int argc, char **argv) {
 
     /* What is it? */
     redisContext *rc = NULL;
+    char server[400];
     int code =
         redis_sync_open(cli_url(), cli_g.connect_timeout_ms ? cli_g.connect_timeout_ms : 10000,
-                        cli_g.timeout_ms ? cli_g.timeout_ms : 3000, &rc);
+                        cli_g.timeout_ms ? cli_g.timeout_ms : 3000, &rc, server, sizeof(server));
     if (code != 0)
         return code;
     inspection in;

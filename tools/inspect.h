@@ -12,9 +12,12 @@
 /* ---- redis_sync.c ------------------------------------------------------------------------ */
 
 /* Opens a synchronous hiredis connection to url (the library's URL forms: redis://...,
- * unix://...), with AUTH and SELECT done. 0 and *out, or an exit code (64 bad URL, 69
- * unreachable, 77 refused) with the message printed. */
-int redis_sync_open(const char *url, long connect_timeout_ms, long timeout_ms, redisContext **out);
+ * unix://..., redis-sentinel://... through the sentinels to the master), with AUTH and
+ * SELECT done. 0, *out and in `where` the server it reached ("127.0.0.1:6379", "master
+ * 'NAME' at 127.0.0.1:6380 (named by sentinel 127.0.0.1:26379)"), or an exit code (64 bad
+ * URL or unknown master, 69 unreachable, 77 refused) with the message printed. */
+int redis_sync_open(const char *url, long connect_timeout_ms, long timeout_ms, redisContext **out,
+                    char *where, size_t where_size);
 
 /* The exit code an error reply means: 77 for NOPERM / NOAUTH / WRONGPASS, else 69. */
 int redis_sync_error_code(const char *reply_text);
@@ -81,6 +84,7 @@ typedef struct inspection {
     long long subscribers; /* PUBSUB NUMSUB of it (for a fair lock, plus each waiter's own
                               channel): clients waiting, one subscription per client */
     char note[256];        /* a remark for people ("" if none) */
+    char server[400];      /* where it was read (redis_sync_open's `where`) */
 } inspection;
 
 /* Reads everything about name with read-only commands. as: the kind to assume for a
