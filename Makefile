@@ -10,6 +10,8 @@
 #   make lint       static checks of the tree: src/core's layers (scripts/check-layers.py),
 #                   the user docs' links (scripts/check-docs.py)
 #   make bench      the benchmarks (bench/run.sh)
+#   make fuzz       the libFuzzer targets of tests/fuzz (build-fuzz/, clang), FUZZ_SECONDS
+#                   each (default 60)
 #   make clean      remove every build directory
 
 PREFIX ?= /usr/local
@@ -18,6 +20,7 @@ BUILD_DIR ?= build-release
 CMAKE ?= cmake
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+FUZZ_SECONDS ?= 60
 
 FORMAT_DIRS := src include tests examples tools bench
 # The C files clang-format owns: every .c/.h under FORMAT_DIRS but generated ones (a build's
@@ -25,7 +28,7 @@ FORMAT_DIRS := src include tests examples tools bench
 FORMAT_FILES = find $(wildcard $(FORMAT_DIRS)) \( -name generated -o -name node_modules \) -prune \
 	-o -type f \( -name '*.c' -o -name '*.h' \) -print0
 
-.PHONY: all deps build demo test install format format-check lint clean bench
+.PHONY: all deps build demo test install format format-check lint clean bench fuzz
 
 all: build
 
@@ -66,5 +69,8 @@ bench:
 		echo "bench/ not built yet"; \
 	fi
 
+fuzz:
+	FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh
+
 clean:
-	rm -rf build build-asan build-tsan build-release
+	rm -rf build build-asan build-tsan build-release build-fuzz

@@ -9,6 +9,8 @@
 #   6. memcheck   scripts/memcheck.sh build (unit + integration under valgrind)
 #   7. asan       build-asan/ (address,undefined), every label
 #   8. tsan       build-tsan/ (thread), the integration tests named *threads*
+#   9. fuzz       tests/fuzz/run.sh, 10 s per libFuzzer target (skipped without clang's
+#                 libFuzzer); `make fuzz` runs them longer
 #
 # A failing stage does not stop the independent ones; stages that need a failed build are
 # skipped. Ends with a summary; exits non-zero if anything failed.
@@ -141,6 +143,13 @@ else
     else
         skip_stage "ctest (build-tsan/, -L integration -R threads)" "build failed"
     fi
+fi
+
+# 9. A short run of each fuzz target (URL parser, script-reply shapes).
+if fuzz_missing=$(tests/fuzz/run.sh --available); then
+    run_stage "fuzz (short, 10 s per target)" env FUZZ_SECONDS=10 tests/fuzz/run.sh
+else
+    skip_stage "fuzz (short)" "$fuzz_missing"
 fi
 
 printf '\n==================== summary ====================\n'

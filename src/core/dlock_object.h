@@ -144,7 +144,7 @@ struct dlock__call {
     int kind;
     int64_t number;
     int64_t wait_ms;
-    int64_t out;     /* the one integer back */
+    int64_t out;             /* the one integer back */
     dlock__shape_values got; /* the reply's form and values, when the class has a shape */
     int sends;       /* in judge: how many times the command answered was sent (> 1: resent) */
     int64_t hint_ms; /* judge may lower it: DLOCK__RECHECK_MS when it starts */

@@ -27,7 +27,9 @@ _Static_assert(DLOCK__REPLY_ERROR == REDIS_REPLY_ERROR, "reply type ERROR");
 
 /* ---- accessors ------------------------------------------------------------------------- */
 
-int dlock__reply_type(const dlock__reply *r) { return r ? r->type : DLOCK__REPLY_NIL; }
+int dlock__reply_type(const dlock__reply *r) {
+    return r ? r->type : DLOCK__REPLY_NIL;
+}
 
 long long dlock__reply_int(const dlock__reply *r) {
     if (!r)
@@ -142,7 +144,7 @@ static void describe(const dlock__reply *r, int depth, char *buf, size_t size, s
         for (size_t i = 0; i < len; i++)
             shown[i] = r->str[i] >= 0x20 && r->str[i] < 0x7f ? r->str[i] : '?';
         shown[len] = '\0';
-        const char *kind = r->type == REDIS_REPLY_STRING ? "the string"
+        const char *kind = r->type == REDIS_REPLY_STRING   ? "the string"
                            : r->type == REDIS_REPLY_STATUS ? "the status"
                                                            : "the error";
         n = snprintf(at, room, "%s \"%s\"%s", kind, shown, r->len > len ? "..." : "");

@@ -1,10 +1,11 @@
 /* reply_shape.c — the scripts' replies as data (reply_shape.h) and the one checker.
  *
  * Each table transcribes the reply of a script's header comment: a hold count is >= 1 once
- * acquired, a busy lock's pttl is -2 (gone), -1 (no expiry) or >= 0, a token is 0 unless fenced and >= 1 when fenced, a yes/no is
- * 1 or 0. Where a script may answer a 64-bit count as its digits (int64_reply, beyond
- * 2^53), the value is DLOCK__SHAPE_INT64; everything a script computes as a Lua number, or
- * a command's integer, is DLOCK__SHAPE_INT: there a string is not the script speaking. */
+ * acquired, a busy lock's pttl is -2 (gone), -1 (no expiry) or >= 0, a token is 0 unless fenced and
+ * >= 1 when fenced, a yes/no is 1 or 0. Where a script may answer a 64-bit count as its digits
+ * (int64_reply, beyond 2^53), the value is DLOCK__SHAPE_INT64; everything a script computes as a
+ * Lua number, or a command's integer, is DLOCK__SHAPE_INT: there a string is not the script
+ * speaking. */
 #include <stdio.h>
 
 #include "core.h"
@@ -14,7 +15,8 @@
 
 static bool value_fits(const dlock__shape_value *v, const dlock__reply *r, int64_t *out) {
     int type = dlock__reply_type(r);
-    if (type != DLOCK__REPLY_INTEGER && !(v->kind == DLOCK__SHAPE_INT64 && type == DLOCK__REPLY_STRING))
+    if (type != DLOCK__REPLY_INTEGER &&
+        !(v->kind == DLOCK__SHAPE_INT64 && type == DLOCK__REPLY_STRING))
         return false;
     int64_t value;
     if (dlock__reply_int64(r, &value) != DLOCK_OK || value < v->min || value > v->max)
@@ -66,16 +68,29 @@ const char *dlock__reply_shape_mismatch(const dlock__reply_shape *s, const dlock
 
 /* ---- the tables ------------------------------------------------------------------------- */
 
-#define INT_RANGE(lo, hi) {DLOCK__SHAPE_INT, (lo), (hi)}
-#define INT64_RANGE(lo, hi) {DLOCK__SHAPE_INT64, (lo), (hi)}
-#define ONE_VALUE(v) {.count = 0, .value = {v}}
+#define INT_RANGE(lo, hi)                                                                          \
+    { DLOCK__SHAPE_INT, (lo), (hi) }
+#define INT64_RANGE(lo, hi)                                                                        \
+    { DLOCK__SHAPE_INT64, (lo), (hi) }
+#define ONE_VALUE(v)                                                                               \
+    {                                                                                              \
+        .count = 0, .value = { v }                                                                 \
+    }
 /* 1 or 0, as an integer */
-#define YES_NO(name) {name, "1 or 0", 1, {ONE_VALUE(INT_RANGE(0, 1))}}
+#define YES_NO(name)                                                                               \
+    {                                                                                              \
+        name, "1 or 0", 1, {                                                                       \
+            ONE_VALUE(INT_RANGE(0, 1))                                                             \
+        }                                                                                          \
+    }
 
 /* {0, pttl}: the holder's remaining lease (-2 gone, -1 no expiry) or a fair/rw hint. No
  * upper bound below INT64_MAX: the holder may be a Redisson client, whose leases are not
  * held to DLOCK_MAX_TIME_MS (the waiting engine saturates what it adds a hint to). */
-#define LOCK_BUSY {.count = 2, .value = {INT_RANGE(0, 0), INT_RANGE(-2, INT64_MAX)}}
+#define LOCK_BUSY                                                                                  \
+    {                                                                                              \
+        .count = 2, .value = { INT_RANGE(0, 0), INT_RANGE(-2, INT64_MAX) }                         \
+    }
 
 const dlock__reply_shape dlock__shape_lock_acquire = {
     "the lock's acquire script",
@@ -153,12 +168,11 @@ const dlock__reply_shape dlock__shape_permits_acquire = {
 const dlock__shape_value dlock__shape_renewed = INT_RANGE(0, 1);
 
 const dlock__reply_shape *const dlock__reply_shapes[] = {
-    &dlock__shape_lock_acquire,      &dlock__shape_fenced_acquire,
-    &dlock__shape_lock_release,      &dlock__shape_lock_force,
-    &dlock__shape_lock_owner_call,   &dlock__shape_semaphore_try_set,
-    &dlock__shape_latch_try_set,     &dlock__shape_permits_yes_no,
-    &dlock__shape_semaphore_count,   &dlock__shape_permits_available,
-    &dlock__shape_semaphore_drain,   &dlock__shape_semaphore_acquire,
+    &dlock__shape_lock_acquire,      &dlock__shape_fenced_acquire,  &dlock__shape_lock_release,
+    &dlock__shape_lock_force,        &dlock__shape_lock_owner_call, &dlock__shape_semaphore_try_set,
+    &dlock__shape_latch_try_set,     &dlock__shape_permits_yes_no,  &dlock__shape_semaphore_count,
+    &dlock__shape_permits_available, &dlock__shape_semaphore_drain, &dlock__shape_semaphore_acquire,
     &dlock__shape_latch_count_down,  &dlock__shape_permits_acquire,
 };
-const size_t dlock__reply_shape_count = sizeof(dlock__reply_shapes) / sizeof(dlock__reply_shapes[0]);
+const size_t dlock__reply_shape_count =
+    sizeof(dlock__reply_shapes) / sizeof(dlock__reply_shapes[0]);

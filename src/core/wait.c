@@ -51,15 +51,17 @@ typedef struct wait_queue {
     dlock__listener listener;
     dlock__waiter *head, *tail;
     size_t count;
-    uint64_t events;  /* messages, kicks and (re)confirmations seen */
-    int dispatching;  /* > 0 while the queue walks its waiters: do not free it */
-    int error;        /* DLOCK_ENOPERM once the subscription was refused, else DLOCK_OK */
+    uint64_t events; /* messages, kicks and (re)confirmations seen */
+    int dispatching; /* > 0 while the queue walks its waiters: do not free it */
+    int error;       /* DLOCK_ENOPERM once the subscription was refused, else DLOCK_OK */
 } wait_queue;
 
 static void attempt(dlock__waiter *w);
 static void finish(dlock__waiter *w, int status);
 
-static wait_queue *queue_of(dlock__waiter *w) { return w->queue; }
+static wait_queue *queue_of(dlock__waiter *w) {
+    return w->queue;
+}
 
 static void queue_free(wait_queue *q) {
     dlock__map_remove(&q->client->waits.queues, q->channel);
@@ -333,8 +335,8 @@ static void finish(dlock__waiter *w, int status) {
     w->ops->done(w, status);
 }
 
-static void start(dlock__waiter *w, dlock_client *c, dlock__handle *h,
-                  const dlock__wait_ops *ops, const char *channel, int64_t wait_ms) {
+static void start(dlock__waiter *w, dlock_client *c, dlock__handle *h, const dlock__wait_ops *ops,
+                  const char *channel, int64_t wait_ms) {
     memset(w, 0, sizeof(*w));
     if (h) {
         w->handle = h;
@@ -474,6 +476,6 @@ bool dlock__message_count(const char *msg, size_t len, int64_t *available) {
 int64_t dlock__deadline_ms(int64_t wait_ms) {
     int64_t now = dlock__now_ms();
     if (wait_ms < 0)
-        return INT64_MAX; /* for ever */
+        return INT64_MAX;           /* for ever */
     return due_after(now, wait_ms); /* so far off that it is the same */
 }

@@ -102,8 +102,8 @@ static void on_acquire_reply(dlock_client *c, int status, const dlock__reply *re
     dlock__shape_values got;
     if (!dlock__reply_shape_check(&shape, reply, &got)) {
         /* not the script speaking: nothing is recorded, and the wait ends (no retry) */
-        int rc = dlock__op_bad_shape(&op->op, &shape, reply, op->lock->kind->what,
-                                     op->lock->base.name);
+        int rc =
+            dlock__op_bad_shape(&op->op, &shape, reply, op->lock->kind->what, op->lock->base.name);
         dlock__hold_settled(op, rc, -1);
     } else if (got.form == 1) {
         dlock__hold_settled(op, DLOCK__BUSY, busy_hint(op, got.value[1]));

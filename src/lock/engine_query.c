@@ -38,8 +38,8 @@ void dlock__force_start(dlock__op *o) {
     dlock__args a = {0};
     int nkeys = l->kind->force_args(&v, &a);
     /* not resent after a lost reply: a second delete could hit a lock taken meanwhile */
-    int rc = dlock__script(l->client, l->kind->force_script, 0, on_force_reply, op, nkeys, a.n,
-                           a.v, a.len);
+    int rc = dlock__script(l->client, l->kind->force_script, 0, on_force_reply, op, nkeys, a.n, a.v,
+                           a.len);
     if (rc != DLOCK_OK)
         dlock__lock_op_fail(op, rc, NULL);
 }

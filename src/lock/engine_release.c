@@ -15,8 +15,7 @@
 static bool lease_to_restore(const lock_op *op, int status) {
     const hold *h = op->hold;
     return op->unwatched && status != DLOCK_ECONN && status != DLOCK_ECANCELED &&
-           status != DLOCK_ECLOSED && h->count > 0 && h->lease_ms == DLOCK_WATCHDOG &&
-           !h->watchdog;
+           status != DLOCK_ECLOSED && h->count > 0 && h->lease_ms == DLOCK_WATCHDOG && !h->watchdog;
 }
 
 /* The renewal's answer: renewed from its send, or the holds are gone meanwhile. Without an
@@ -77,8 +76,7 @@ static void release_failed(lock_op *op, int status, const dlock__reply *reply) {
 }
 
 static int lost_while_held(lock_op *op) {
-    return dlock__op_fail(&op->op, DLOCK_ELOST, "lock %s was lost while held",
-                          op->lock->base.name);
+    return dlock__op_fail(&op->op, DLOCK_ELOST, "lock %s was lost while held", op->lock->base.name);
 }
 
 /* The owner holds nothing in Redis: which of the reasons it is. */

@@ -57,12 +57,19 @@ static void expect_refused(const dlock__reply_shape *s, const char *bytes) {
 
 /* What no script of the library answers: each shape refuses all of it. */
 static const char *const never_a_script_reply[] = {
-    "$2\r\nOK\r\n", "+OK\r\n", "$-1\r\n", "*-1\r\n", "*0\r\n", NESTED,
-    "*2\r\n:1\r\n:-5\r\n", "*3\r\n:1\r\n$1\r\n1\r\n$1\r\n7\r\n",
+    "$2\r\nOK\r\n",
+    "+OK\r\n",
+    "$-1\r\n",
+    "*-1\r\n",
+    "*0\r\n",
+    NESTED,
+    "*2\r\n:1\r\n:-5\r\n",
+    "*3\r\n:1\r\n$1\r\n1\r\n$1\r\n7\r\n",
     "*4\r\n:1\r\n:1\r\n:0\r\n:0\r\n",
 };
 
-static void test_every_shape_refuses_strings_status_nil_empty_nested_and_short_arrays(void **state) {
+static void
+test_every_shape_refuses_strings_status_nil_empty_nested_and_short_arrays(void **state) {
     (void)state;
     assert_true(dlock__reply_shape_count >= 14);
     for (size_t i = 0; i < dlock__reply_shape_count; i++)
@@ -95,9 +102,9 @@ static void test_lock_acquire_refuses_holds_below_one_tokens_and_odd_tags(void *
     expect_refused(s, "*1\r\n:1\r\n");
     expect_refused(s, "*2\r\n:1\r\n:0\r\n");
     expect_refused(s, "*2\r\n:1\r\n:-5\r\n");
-    expect_refused(s, "*3\r\n:1\r\n:0\r\n:0\r\n");                   /* no hold */
+    expect_refused(s, "*3\r\n:1\r\n:0\r\n:0\r\n");                    /* no hold */
     expect_refused(s, "*3\r\n:1\r\n:-9223372036854775808\r\n:0\r\n"); /* Lua's INT64_MAX */
-    expect_refused(s, "*3\r\n:1\r\n:1\r\n:5\r\n");                   /* a token: not fenced */
+    expect_refused(s, "*3\r\n:1\r\n:1\r\n:5\r\n");                    /* a token: not fenced */
     expect_refused(s, "*3\r\n:2\r\n:1\r\n:0\r\n");
     expect_refused(s, "*2\r\n:0\r\n:-3\r\n");
     expect_refused(s, "*2\r\n:0\r\n$4\r\n1500\r\n"); /* a pttl is an integer */
@@ -153,9 +160,8 @@ static void test_release_is_minus_one_or_the_holds_left(void **state) {
 static void test_yes_no_replies_are_the_integers_one_and_zero(void **state) {
     (void)state;
     const dlock__reply_shape *yes_no[] = {
-        &dlock__shape_lock_force,         &dlock__shape_lock_owner_call,
-        &dlock__shape_semaphore_try_set,  &dlock__shape_latch_try_set,
-        &dlock__shape_permits_yes_no,
+        &dlock__shape_lock_force,    &dlock__shape_lock_owner_call, &dlock__shape_semaphore_try_set,
+        &dlock__shape_latch_try_set, &dlock__shape_permits_yes_no,
     };
     for (size_t i = 0; i < sizeof(yes_no) / sizeof(yes_no[0]); i++) {
         expect_fits(yes_no[i], ":1\r\n", 0, 1, 0);
