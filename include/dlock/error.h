@@ -1,7 +1,9 @@
 /* dlock/error.h — error codes.
  *
  * Every dlock call that can fail returns int: DLOCK_OK (0) or one of the negative codes
- * below. The codes are never renumbered; new ones are added at the end of the list. */
+ * below. The codes are never renumbered; new ones are added at the end of the list. What
+ * each code means wherever it appears, and the one form in which every function's comment
+ * lists its codes ("Returns: ..."), are in dlock.h. */
 #ifndef DLOCK_ERROR_H
 #define DLOCK_ERROR_H
 
@@ -35,20 +37,27 @@ typedef enum dlock_errno {
 #undef DLOCK_ERRNO_ENUM_
 } dlock_errno;
 
-/* A short English text for err, e.g. "timed out waiting for lock". An unknown code gives
- * "unknown error". Never NULL; static storage; safe from any thread. */
+/* A short English text for err, e.g. "timed out waiting for lock". No I/O; safe from any
+ * thread.
+ *
+ * Returns: the text, in static storage, never NULL ("unknown error" for a code that is not
+ * in the list). */
 DLOCK_EXTERN const char *dlock_strerror(int err);
 
-/* The code's name, e.g. "DLOCK_ETIMEDOUT"; "DLOCK_OK" for 0, "DLOCK_UNKNOWN" for a code
- * that is not in the list. Never NULL; static storage; safe from any thread. */
+/* The code's name, e.g. "DLOCK_ETIMEDOUT". No I/O; safe from any thread.
+ *
+ * Returns: the name, in static storage, never NULL ("DLOCK_OK" for 0, "DLOCK_UNKNOWN" for a
+ * code that is not in the list). */
 DLOCK_EXTERN const char *dlock_err_name(int err);
 
 /* Detail of the calling thread's most recent failed dlock call: the server's error text
  * for DLOCK_EREDIS ("WRONGTYPE Operation against a key ..."), what was wrong for
- * DLOCK_EINVAL ("bad URL: port out of range"), and so on. "" when the thread has no
- * failure yet. The text belongs to the thread and stays valid until its next dlock call.
- * On the async face the detail of a failure reported to a callback is readable from
- * inside that callback. */
+ * DLOCK_EINVAL ("bad URL: port out of range"), and so on. On the async face the detail of
+ * a failure reported to a callback is readable from inside that callback. Safe from any
+ * thread: each thread has its own text.
+ *
+ * Returns: the text, never NULL ("" when the thread has no failure yet); it belongs to the
+ * thread and stays valid until the thread's next dlock call. */
 DLOCK_EXTERN const char *dlock_last_error(void);
 
 #ifdef __cplusplus

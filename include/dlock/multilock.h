@@ -21,7 +21,11 @@
  * calls are DLOCK_ECLOSED; an acquire in flight completes with DLOCK_ECANCELED and what it
  * took of the members is given back; other calls in flight complete with their outcome.
  * It hands the members' lost callbacks back at once; free it before its members. A member
- * freed first refuses every call with DLOCK_ECLOSED. */
+ * freed first refuses every call with DLOCK_ECLOSED.
+ *
+ * Return codes: a composite's calls return what dlock/lock.h lists for them, a member's
+ * failure becoming the composite's (a member freed first: DLOCK_ECLOSED); DLOCK_EDEADLK on
+ * the loop thread of any member's client, but for hold_count, token and on_lost. */
 #ifndef DLOCK_MULTILOCK_H
 #define DLOCK_MULTILOCK_H
 
@@ -43,8 +47,12 @@ extern "C" {
  * that fails, and returns the first error. A member lost makes the composite lost.
  * is_locked / is_held: every member is; hold_count: the calling thread's acquisitions of
  * the composite not yet released; ttl: the least of the members'; token: the largest of
- * the fenced members' tokens of the latest acquisition. DLOCK_EINVAL: no members, a NULL
- * or repeated member, a composite member, a member of another composite. */
+ * the fenced members' tokens of the latest acquisition. No I/O; any thread. *out is
+ * written only on success; the caller owns it and frees it with dlock_lock_free() before
+ * the members.
+ *
+ * Returns: DLOCK_OK; DLOCK_EINVAL (NULL locks or out, n 0, a NULL or repeated member, a
+ *   composite member, a member of another composite); DLOCK_ENOMEM. */
 DLOCK_EXTERN int dlock_multilock_new(dlock_lock *const *locks, size_t n, dlock_lock **out);
 
 /* RedLock (the Redis "distlock" algorithm), members on n independent masters (n odd,
@@ -59,7 +67,11 @@ DLOCK_EXTERN int dlock_multilock_new(dlock_lock *const *locks, size_t n, dlock_l
  * otherwise): token is the largest token of the majority that granted the lock, and
  * before acquire returns a majority of members has its token counter raised to it, so
  * tokens rise from holder to holder even when their majorities differ (a second parallel
- * round). See docs/multilock.md for what RedLock does and does not guarantee. */
+ * round). See docs/multilock.md for what RedLock does and does not guarantee. No I/O; any
+ * thread; ownership as dlock_multilock_new.
+ *
+ * Returns: DLOCK_OK; DLOCK_EINVAL (as dlock_multilock_new; fenced and unfenced members
+ *   mixed); DLOCK_ENOMEM. */
 DLOCK_EXTERN int dlock_redlock_new(dlock_lock *const *locks, size_t n, dlock_lock **out);
 
 #ifdef __cplusplus

@@ -30,12 +30,14 @@ extern "C" {
  * it is not fenced (dlock_lock_token is DLOCK_EINVAL) and waits by backoff: a release
  * wakes nobody, and a waiter sees it at its next attempt.
  *
- * Returns DLOCK_OK and *out; DLOCK_EINVAL (NULL client, NULL or empty or too long name,
- * NULL out) or DLOCK_ENOMEM, with *out untouched.
- *
  * Threads: safe from any thread (it only allocates). The handle's calls follow
  * dlock/lock.h: blocking calls from any thread but the client's loop thread (DLOCK_EDEADLK
- * there); async callbacks and the lost callback on the loop thread. */
+ * there); async callbacks and the lost callback on the loop thread. A waiting acquire
+ * subscribes to nothing and a release publishes nothing, so no call on a spin lock is
+ * DLOCK_ENOPERM for a channel (for a script's command or key it still may be).
+ *
+ * Returns: DLOCK_OK; DLOCK_EINVAL (NULL c or out, NULL or empty name, a name longer than
+ *   64 KiB); DLOCK_ENOMEM. *out is written only on DLOCK_OK. */
 DLOCK_EXTERN int dlock_spinlock_new(dlock_client *c, const char *name, dlock_lock **out);
 
 #ifdef __cplusplus

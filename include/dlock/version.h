@@ -14,9 +14,11 @@
 
 #define DLOCK_VERSION_STRINGIFY_(x) #x
 #define DLOCK_VERSION_STRINGIFY(x) DLOCK_VERSION_STRINGIFY_(x)
+#define DLOCK_VERSION_STRING_(major, minor, patch)                                                 \
+    DLOCK_VERSION_STRINGIFY(major)                                                                 \
+    "." DLOCK_VERSION_STRINGIFY(minor) "." DLOCK_VERSION_STRINGIFY(patch)
 #define DLOCK_VERSION_STRING                                                                       \
-    DLOCK_VERSION_STRINGIFY(DLOCK_VERSION_MAJOR)                                                   \
-    "." DLOCK_VERSION_STRINGIFY(DLOCK_VERSION_MINOR) "." DLOCK_VERSION_STRINGIFY(DLOCK_VERSION_PATCH)
+    DLOCK_VERSION_STRING_(DLOCK_VERSION_MAJOR, DLOCK_VERSION_MINOR, DLOCK_VERSION_PATCH)
 
 /* One number that grows with every release: 0x00MMmmpp. */
 #define DLOCK_VERSION_HEX                                                                          \
@@ -26,12 +28,16 @@
 extern "C" {
 #endif
 
-/* The version of the library actually linked, as "MAJOR.MINOR.PATCH". It differs from
- * DLOCK_VERSION_STRING only when a program runs against another build than the one it
- * was compiled with. Never NULL; static storage; safe from any thread. */
+/* The version of the library actually linked. It differs from DLOCK_VERSION_STRING only
+ * when a program runs against another build than the one it was compiled with. No I/O;
+ * safe from any thread.
+ *
+ * Returns: "MAJOR.MINOR.PATCH", in static storage, never NULL. */
 DLOCK_EXTERN const char *dlock_version_string(void);
 
-/* The linked library's DLOCK_VERSION_HEX. */
+/* The linked library's version as one number. No I/O; safe from any thread.
+ *
+ * Returns: its DLOCK_VERSION_HEX. */
 DLOCK_EXTERN unsigned dlock_version_hex(void);
 
 #ifdef __cplusplus

@@ -14,18 +14,23 @@
 extern "C" {
 #endif
 
-/* Creates a client on loop. Call it from the thread that runs loop: that thread becomes
- * the client's loop thread, where every async call must be made and every callback runs.
- * Returns at once (DLOCK_OK, or DLOCK_EINVAL/DLOCK_ENOMEM before any I/O); the
- * connection is made in the background and operations started before it is ready wait
- * for it (and fail with DLOCK_ECONN if it cannot be made in time). Blocking calls made
- * on the loop thread return DLOCK_EDEADLK; from other threads they work while the
- * application runs the loop. Free with dlock_client_free() on the loop thread.
+/* Creates a client on loop, the application's libev loop (the async face). Call it from
+ * the thread that runs loop: that thread becomes the client's loop thread, where every
+ * async call must be made and every callback runs. It does no I/O: it returns at once, the
+ * connection is made in the background, and calls started before it is ready wait for it
+ * (and fail with DLOCK_ECONN, DLOCK_EAUTH or DLOCK_ENOPERM if it cannot be made in time).
+ * Blocking calls made on the loop thread return DLOCK_EDEADLK; from other threads they
+ * work while the application runs the loop. *out is written only on success; the caller
+ * owns the client and frees it with dlock_client_free() on the loop thread.
  *
- * hiredis writes with plain write(): when Redis closes a connection, the next write raises
+ * Plain connections write with MSG_NOSIGNAL and raise no SIGPIPE. Over TLS (rediss://)
+ * OpenSSL writes with write(): when Redis closes the connection, the next write raises
  * SIGPIPE on the loop thread. Ignore SIGPIPE (signal(SIGPIPE, SIG_IGN)) or block it on
- * that thread, as for any program that writes to sockets; the blocking face does this
- * for its own I/O thread. */
+ * that thread, as for any program that writes to sockets; the blocking face blocks it on
+ * its own I/O thread.
+ *
+ * Returns: DLOCK_OK; DLOCK_EINVAL (NULL loop or out, a bad option or URL, o->size not set,
+ *   a TLS file that cannot be read); DLOCK_ENOMEM. */
 DLOCK_EXTERN int dlock_client_new_on_loop(const dlock_options *o, struct ev_loop *loop,
                                           dlock_client **out);
 
