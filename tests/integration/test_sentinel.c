@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "dlock_int.h"
+#include "core_call.h"
 #include "harness.h"
 #include "sentinel_fixture.h"
 #include "topology_util.h"
@@ -41,6 +42,26 @@ static dlock_client *sentinel_client(const char *url) {
 
 static redis_fixture *master_node(void) {
     return sentinel_fixture_node(fx, sentinel_fixture_master_index(fx));
+}
+
+/* Connections of `user` subscribed to one channel, all sentinels together (a sentinel has
+ * no PUBSUB command: CLIENT LIST says it). */
+static int sentinel_subscribers(const char *user) {
+    char *who = topo_asprintf(" user=%s ", user);
+    int n = 0;
+    for (int i = 0; i < SENTINEL_FIXTURE_SENTINELS; i++) {
+        redisReply *r = sentinel_fixture_sentinel_cmd(fx, i, "CLIENT LIST");
+        for (const char *line = r && r->type == REDIS_REPLY_STRING ? r->str : ""; *line;) {
+            size_t len = strcspn(line, "\n");
+            char *one = topo_asprintf("%.*s ", (int)len, line);
+            n += strstr(one, who) && strstr(one, " sub=1 ");
+            free(one);
+            line += len + (line[len] == '\n');
+        }
+        freeReplyObject(r);
+    }
+    free(who);
+    return n;
 }
 
 /* "redis-sentinel://127.0.0.1:DEAD,<the fixture's sentinels>/NAME" */
@@ -130,6 +151,48 @@ static void test_no_sentinel_reachable_is_econn_saying_why(void **state) {
     free(url);
 }
 
+/* ---- the ACL docs/operations.md gives ---------------------------------------------------- */
+
+/* The sentinels' user of docs/operations.md: it may ask for the master and hear of
+ * failovers, nothing else. */
+static void sentinel_acl_user_on_every_sentinel(void) {
+    for (int i = 0; i < SENTINEL_FIXTURE_SENTINELS; i++) {
+        redisReply *r = sentinel_fixture_sentinel_cmd(
+            fx, i,
+            "ACL SETUSER dlock-sentinel on >spw resetchannels -@all "
+            "+sentinel|get-master-addr-by-name +subscribe &+switch-master");
+        if (!r || r->type == REDIS_REPLY_ERROR)
+            fail_msg("sentinel %d: ACL SETUSER: %s", i, r ? r->str : "no reply");
+        freeReplyObject(r);
+    }
+}
+
+static void test_documented_sentinel_acl_is_enough(void **state) {
+    (void)state;
+    sentinel_acl_user_on_every_sentinel();
+    for (int i = 0; i < SENTINEL_FIXTURE_NODES; i++)
+        freeReplyObject(redis_fixture_cmd(sentinel_fixture_node(fx, i),
+                                          "ACL SETUSER dlock on >dpw ~* &* +@all"));
+    const char *url = sentinel_fixture_url(fx);
+    char *acl_url = topo_asprintf("redis-sentinel://dlock:dpw@%s?sentinel_user=dlock-sentinel"
+                                  "&sentinel_password=spw",
+                                  strstr(url, "://") + 3);
+    dlock_client *c = sentinel_client(acl_url);
+    lost_record none = {0};
+    dlock_lock *l;
+    ASSERT_OK(dlock_lock_new(c, "acl", &l));
+    ASSERT_OK(dlock_lock_on_lost(l, record_lost_in, &none));
+    ASSERT_OK(dlock_lock_acquire(l, DLOCK_WATCHDOG));
+    /* the watch subscribed with that user too */
+    bool subscribed = false;
+    POLL_UNTIL(subscribed, sentinel_subscribers("dlock-sentinel") == 1, slack_ms(3000));
+    assert_true(subscribed);
+    ASSERT_OK(dlock_lock_release(l));
+    dlock_lock_free(l);
+    dlock_client_free(c);
+    free(acl_url);
+}
+
 /* ---- every primitive once --------------------------------------------------------------- */
 
 static void lock_round(dlock_client *c, int (*make)(dlock_client *, const char *, dlock_lock **),
@@ -196,6 +259,7 @@ int main(void) {
         cmocka_unit_test(test_silent_first_sentinel_costs_one_connect_timeout),
         cmocka_unit_test(test_unknown_master_name_is_einval_at_once_naming_it),
         cmocka_unit_test(test_no_sentinel_reachable_is_econn_saying_why),
+        cmocka_unit_test(test_documented_sentinel_acl_is_enough),
         cmocka_unit_test(test_every_primitive_works_through_the_sentinels),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
