@@ -99,25 +99,26 @@ static const int64_t DELAY_VALUES[] = {3600001, INT64_MAX, INT64_MIN};
 static const size_t SIZE_VALUES[] = {1, offsetof(dlock_options, watchdog_ms) - 1,
                                      sizeof(dlock_options) + 1, SIZE_MAX};
 static const char *const URL_VALUES[] = {
-    "rediss://127.0.0.1:6390",      /* TLS: not in this build */
-    "redis://127.0.0.1:0",          /* port 0 */
-    "redis://127.0.0.1:65536",      /* port too big */
-    "redis://127.0.0.1:-1",         /* port not a number */
-    "redis://:6390",                /* no host */
-    "redis://[::1:6390",            /* unterminated [ */
-    "redis://127.0.0.1:6390/x",     /* db not a number */
-    "redis://127.0.0.1:6390?db=1",  /* query on a TCP URL */
-    "redis://alice@127.0.0.1:6390", /* userinfo without ':' */
-    "redis://:p%zz@127.0.0.1:6390", /* bad %-escape */
-    "redis://:p%00@127.0.0.1:6390", /* encoded NUL */
-    "unix://relative.sock",         /* relative path */
-    "unix:///",                     /* empty path */
-    "unix:///tmp/x.sock?db=x",      /* db not a number */
-    "unix:///tmp/x.sock?color=red", /* unknown parameter */
-    "unix:///tmp/x.sock?db",        /* parameter without '=' */
-    "tcp://127.0.0.1:6390",         /* another scheme */
-    "127.0.0.1:6390",               /* no scheme */
-    NULL,                           /* set up: a socket path over 107 bytes */
+    "rediss://127.0.0.1:6390?color=red", /* an unknown TLS parameter */
+    "redis://127.0.0.1:6390?sni=x",      /* a query on a plain TCP URL */
+    "redis://127.0.0.1:0",               /* port 0 */
+    "redis://127.0.0.1:65536",           /* port too big */
+    "redis://127.0.0.1:-1",              /* port not a number */
+    "redis://:6390",                     /* no host */
+    "redis://[::1:6390",                 /* unterminated [ */
+    "redis://127.0.0.1:6390/x",          /* db not a number */
+    "redis://127.0.0.1:6390?db=1",       /* query on a TCP URL */
+    "redis://alice@127.0.0.1:6390",      /* userinfo without ':' */
+    "redis://:p%zz@127.0.0.1:6390",      /* bad %-escape */
+    "redis://:p%00@127.0.0.1:6390",      /* encoded NUL */
+    "unix://relative.sock",              /* relative path */
+    "unix:///",                          /* empty path */
+    "unix:///tmp/x.sock?db=x",           /* db not a number */
+    "unix:///tmp/x.sock?color=red",      /* unknown parameter */
+    "unix:///tmp/x.sock?db",             /* parameter without '=' */
+    "tcp://127.0.0.1:6390",              /* another scheme */
+    "127.0.0.1:6390",                    /* no scheme */
+    NULL,                                /* set up: a socket path over 107 bytes */
 };
 #define N_URLS (sizeof(URL_VALUES) / sizeof(URL_VALUES[0]))
 #define N_NAMES 5
