@@ -265,8 +265,6 @@ static void print_json(const inspection *in) {
     json_str(in->mode);
     json_key("count", false);
     json_int_or_null(in->count, in->has_count);
-    json_key("server", false);
-    json_str(in->server);
 
     json_key("holders", false);
     putchar('[');
@@ -321,6 +319,8 @@ static void print_json(const inspection *in) {
     printf("%lld", in->subscribers);
     json_key("note", false);
     json_str(in->note[0] ? in->note : NULL);
+    json_key("server", false);
+    json_str(in->server);
     puts("}");
 }
 
