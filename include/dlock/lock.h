@@ -1,7 +1,7 @@
 /* dlock/lock.h — the lock handle and every call on it, for every kind of lock: the
- * reentrant lock (Redisson RLock) and the fenced lock (RFencedLock) made here, and the
- * kinds made by their own headers on the same handle type (fair lock, the read-write
- * lock's halves, spin lock, MultiLock, RedLock).
+ * reentrant lock (Redisson RLock), the fenced lock (RFencedLock) and the fair lock
+ * (RFairLock) made here, and the kinds made by their own headers on the same handle type
+ * (the read-write lock's halves, the spin lock, MultiLock, RedLock).
  *
  * A lock is held by an owner: on the blocking face the calling thread
  * (dlock_thread_owner()), on the async face an explicit non-zero id the application

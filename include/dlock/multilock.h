@@ -4,10 +4,11 @@
  * Both return a dlock_lock handle: every call of dlock/lock.h works on it (acquire,
  * try_acquire, release, force_release, is_locked, is_held, hold_count, ttl, token, on_lost,
  * and the async face dlock_lock_acquire_async / dlock_lock_release_async, wait_ms 0 being
- * one attempt). The members are the application's handles, made with dlock_lock_new /
- * dlock_fencedlock_new / dlock_fairlock_new on any clients; they must outlive the
- * composite, must not be composites themselves, and their lost callbacks are taken over by
- * the composite (it reports a member's loss through its own).
+ * one attempt). The members are the application's lock handles of any kind but a
+ * composite (dlock_lock_new, dlock_fencedlock_new, dlock_fairlock_new, dlock_spinlock_new,
+ * a read-write lock's half), on any clients; they must outlive the composite, and their
+ * lost callbacks are taken over by the composite (it reports a member's loss through its
+ * own).
  *
  * Threads. A composite runs on the loop thread of its first member's client (locks[0]):
  * its async callbacks and its lost callback run there, never inside the call. It asks its
