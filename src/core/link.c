@@ -234,6 +234,10 @@ static void dispatch(dlock__link *link, const redisReply *reply) {
     link->expect_head = (link->expect_head + 1) % link->expect_cap;
     link->expect_count--;
     e.fn(link, reply, e.arg);
+    /* A master that became a replica (a failover this client did not hear of) refuses
+     * writes: a link that asks where to connect asks again (the resolve hook) */
+    if (link->resolve && reply->type == REDIS_REPLY_ERROR && starts_with(reply->str, "READONLY"))
+        dlock__link_fail(link, DLOCK_ECONN, "the node is a replica now (READONLY)");
 }
 
 /* ---- the sock's hooks --------------------------------------------------------------------- */
