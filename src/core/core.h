@@ -10,7 +10,7 @@
  * client's hook on the conn). scripts/check-layers.py (`make lint`) reads this table:
  *
  *   layer base:      alloc error log random map owner url url_sentinel loop_ev sched
- *   layer transport: tls sock reply reply_shape link sentinel script conn pubsub
+ *   layer transport: tls sock reply reply_shape link sentinel script replicas conn pubsub
  *   layer engines:   op_error submit wait handle renew object
  *   layer client:    client client_timer
  *
@@ -52,7 +52,12 @@ typedef struct dlock__endpoint {
     char *tls_cert;    /* client certificate and its key (mutual TLS), both or neither */
     char *tls_key;
     char *tls_sni; /* NULL: the host is the name sent and verified */
+    /* ?sync_replicas= and ?sync_timeout_ms= (any URL form; replicas.c) */
+    int sync_replicas;       /* DLOCK__SYNC_AUTO (the default), 0 (no WAIT) or N */
+    int64_t sync_timeout_ms; /* WAIT's timeout; 1000 by default */
 } dlock__endpoint;
+
+#define DLOCK__SYNC_AUTO (-1)
 
 /* Parses url into ep (strings owned by ep). DLOCK_EINVAL with the reason in err. */
 int dlock__url_parse(const char *url, dlock__endpoint *ep, char *err, size_t errlen);
@@ -233,8 +238,33 @@ typedef struct dlock__cmd_queue {
     size_t count;
 } dlock__cmd_queue;
 
+/* ---- replica acknowledgement (replicas.c) ---------------------------------------------- */
+
+/* What the command connection knows of its master's replicas, for the WAIT that follows
+ * every write (sync_replicas=auto asks for `seen`). */
+typedef struct dlock__replicas {
+    int seen;           /* the most replicas the master was seen with since we connected to it */
+    char master[160];   /* which master seen is about (dlock__endpoint_describe) */
+    bool role_refused;  /* the ACL refused ROLE: said once in the log */
+    dlock__timer check; /* the next ROLE (auto only) */
+} dlock__replicas;
+
+/* Handshake of the command link: ROLE under auto (a new master starts from 0); returns the
+ * replies to wait for. */
+int dlock__replicas_probe(dlock__link *link, dlock__replicas *r);
+/* A ROLE reply (or its error) from the handshake or a later check: raises seen. */
+void dlock__replicas_role(dlock__replicas *r, dlock_client *c, const dlock__reply *reply);
+/* A WAIT answered: acked replicas have the write. Raises seen. */
+void dlock__replicas_acked(dlock__replicas *r, long long acked);
+/* How many replicas a write asks for (0: send no WAIT). */
+int dlock__replicas_asked(const dlock__replicas *r, const dlock__endpoint *ep);
+/* Whether conn.c should look at ROLE again now and then (auto, and ROLE not refused). */
+bool dlock__replicas_check_due(const dlock__replicas *r, const dlock__endpoint *ep);
+#define DLOCK__ROLE_CHECK_MS 2000
+
 typedef struct dlock__conn {
     dlock__link link;
+    dlock__replicas replicas;
     dlock__cmd_queue pending;    /* waiting for the link to be ready */
     dlock__cmd_queue inflight;   /* sent, reply not yet in: replies come back in this order */
     dlock__timer deadline_timer; /* earliest reply timeout / give-up time */
@@ -255,6 +285,8 @@ void dlock__conn_close(dlock__conn *conn); /* fails every command with DLOCK_ECA
 /* Sends SCRIPT LOAD for every script on link (the handshake); returns replies to wait for. */
 int dlock__scripts_load(dlock__link *link);
 const char *dlock__script_sha(const dlock_client *c, enum dlock__script_id id);
+/* false for the scripts that never write (script.c's one list): no WAIT follows them. */
+bool dlock__script_writes(enum dlock__script_id id);
 
 /* ---- the pub/sub router (pubsub.c) ------------------------------------------------------ */
 

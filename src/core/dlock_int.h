@@ -280,6 +280,10 @@ enum dlock__cmd_flags {
      * running it twice has the effect of running it once (a read, a renewal, a script
      * written to recognise its own retry). Without it a lost reply is DLOCK_ECONN. */
     DLOCK__CMD_RETRY_SAFE = 1u << 0,
+    /* No WAIT follows this script although it writes (replicas.c): an acquisition given
+     * back because too few replicas acknowledged it; its own acknowledgement changes
+     * nothing the caller would do. */
+    DLOCK__CMD_NO_WAIT = 1u << 1,
 };
 
 /* Queue a command (argv as binary-safe strings, copied). fn runs exactly once, on the loop
@@ -293,6 +297,36 @@ int dlock__command(dlock_client *c, unsigned flags, dlock__reply_fn fn, void *ar
 int dlock__script(dlock_client *c, enum dlock__script_id script, unsigned flags,
                   dlock__reply_fn fn, void *arg, int nkeys, int nargs, const char *const *args,
                   const size_t *argslen);
+
+/* ---- replica acknowledgement (conn.c, replicas.c) -------------------------------------- */
+
+/* A script that writes is followed, in the same pipeline, by WAIT <replicas> <timeout>
+ * (?sync_replicas=auto|0|N, ?sync_timeout_ms=; replicas.c says how many). Through
+ * dlock__script the answer stays in the core: a write that fewer replicas acknowledged is
+ * still done, its caller gets DLOCK_OK and the log a warning (a release, a count-down, a
+ * renewal). An acquisition, which must not stand unless acknowledged, is sent with
+ * dlock__script_acked and gets the answer explicitly, with the script's reply: */
+typedef struct dlock__acks {
+    int asked;          /* replicas the WAIT asked for; 0: no WAIT was sent */
+    int acked;          /* how many acknowledged the write within timeout_ms */
+    int64_t timeout_ms; /* the WAIT's timeout */
+    /* The WAIT's own error reply (an ACL without +wait), valid during the callback; then
+     * acked is 0. NULL otherwise. */
+    const dlock__reply *wait_error;
+} dlock__acks;
+
+/* status and reply as dlock__reply_fn's; acks never NULL. With status DLOCK_OK and
+ * acks->acked < acks->asked the script's write happened but too few replicas have it. */
+typedef void (*dlock__acked_fn)(dlock_client *c, int status, const dlock__reply *reply,
+                                const dlock__acks *acks, void *arg);
+
+/* As dlock__script, fn getting the replicas' acknowledgement. deadline_ms (monotonic;
+ * INT64_MAX none) is the caller's: the WAIT's timeout is cut to the time left, but never
+ * below DLOCK__SYNC_MIN_MS (a single attempt still gives the replicas a chance). */
+int dlock__script_acked(dlock_client *c, enum dlock__script_id script, unsigned flags,
+                        int64_t deadline_ms, dlock__acked_fn fn, void *arg, int nkeys, int nargs,
+                        const char *const *args, const size_t *argslen);
+#define DLOCK__SYNC_MIN_MS 100
 
 /* Inside a reply callback: how many times the command being answered was sent (1, or
  * more after a reconnect resent it). A script that recognises its own retry uses it to

@@ -45,6 +45,18 @@ int dlock__scripts_load(dlock__link *link) {
     return n;
 }
 
+/* The scripts that never write, by name ("<folder>/<op>"): no WAIT follows them (conn.c,
+ * replicas.c). Every other script is taken to write. The one list: a new read-only script
+ * goes here. None today — even permits.lua's 'available' gives expired permits back. */
+static const char *const read_only_scripts[] = {NULL};
+
+bool dlock__script_writes(enum dlock__script_id id) {
+    for (size_t i = 0; read_only_scripts[i]; i++)
+        if (strcmp(dlock__scripts[id].name, read_only_scripts[i]) == 0)
+            return false;
+    return true;
+}
+
 const char *dlock__script_sha(const dlock_client *c, enum dlock__script_id id) {
     return c->script_sha[id];
 }

@@ -5,6 +5,8 @@
  *   rediss://[user:password@]host[:port][/db][?cacert=PATH&cert=PATH&key=PATH&sni=NAME
  *                                              &insecure=1]   TLS
  *   unix:///path/to/redis.sock[?db=N&user=U&password=P]
+ *   any form: [?sync_replicas=auto|0|N&sync_timeout_ms=MS]  the WAIT after every write
+ *                                              (replicas.c); auto and 1000 by default
  *
  * user, password and query values may be percent-encoded (%40 for '@'). Anything else —
  * another scheme, a port outside 1..65535, a db outside 0..INT_MAX, an unknown query key
@@ -112,6 +114,26 @@ static bool key_is(const char *q, size_t klen, const char *key) {
     return klen == strlen(key) && memcmp(q, key, klen) == 0;
 }
 
+/* One key=value of the WAIT that follows every write, on any URL; 1 when key is neither. */
+static int parse_sync_param(const char *q, size_t klen, const char *v, size_t vlen,
+                            dlock__endpoint *ep, char *err, size_t errlen) {
+    if (key_is(q, klen, "sync_replicas")) {
+        if (vlen == 4 && memcmp(v, "auto", 4) == 0)
+            ep->sync_replicas = DLOCK__SYNC_AUTO;
+        else if (!parse_int(v, vlen, 0, 1000, &ep->sync_replicas))
+            return bad(err, errlen, "sync_replicas must be auto or a number from 0 to 1000");
+        return DLOCK_OK;
+    }
+    if (key_is(q, klen, "sync_timeout_ms")) {
+        int ms;
+        if (!parse_int(v, vlen, 1, 3600000, &ms))
+            return bad(err, errlen, "sync_timeout_ms must be a number from 1 to 3600000");
+        ep->sync_timeout_ms = ms;
+        return DLOCK_OK;
+    }
+    return 1;
+}
+
 /* One key=value of a TLS URL; 1 when key is none of TLS's. */
 static int parse_tls_param(const char *q, size_t klen, const char *v, size_t vlen,
                            dlock__endpoint *ep, char *err, size_t errlen) {
@@ -133,7 +155,7 @@ static int parse_tls_param(const char *q, size_t klen, const char *v, size_t vle
 }
 
 /* The query of a unix:// URL (db, user, password) or a TCP one (the TLS keys, rediss://
- * only). */
+ * only); the sync keys on any. */
 static int parse_query(const char *q, dlock__endpoint *ep, char *err, size_t errlen) {
     while (*q) {
         const char *amp = strchr(q, '&');
@@ -143,8 +165,10 @@ static int parse_query(const char *q, dlock__endpoint *ep, char *err, size_t err
             return bad(err, errlen, "query parameter without '='");
         size_t klen = (size_t)(eq - q), vlen = len - klen - 1;
         const char *v = eq + 1;
-        int rc = 1;
-        if (ep->is_unix) {
+        int rc = parse_sync_param(q, klen, v, vlen, ep, err, errlen);
+        if (rc != 1) {
+            /* a sync key: done */
+        } else if (ep->is_unix) {
             if (key_is(q, klen, "db")) {
                 if (!parse_int(v, vlen, 0, INT_MAX, &ep->db))
                     return bad(err, errlen, "db must be a number from 0");
@@ -163,9 +187,12 @@ static int parse_query(const char *q, dlock__endpoint *ep, char *err, size_t err
         }
         if (rc == 1)
             return bad(err, errlen,
-                       ep->is_unix ? "unknown query parameter (db, user, password are known)"
-                                   : "unknown query parameter (cacert, cert, key, sni, insecure "
-                                     "are known, on rediss:// URLs)");
+                       ep->is_unix ? "unknown query parameter (db, user, password, "
+                                     "sync_replicas, sync_timeout_ms are known)"
+                       : ep->tls   ? "unknown query parameter (cacert, cert, key, sni, insecure, "
+                                     "sync_replicas, sync_timeout_ms are known)"
+                                   : "unknown query parameter (sync_replicas, sync_timeout_ms "
+                                     "are known; the TLS keys on rediss:// URLs; use /db)");
         if (rc != DLOCK_OK)
             return rc;
         q = amp ? amp + 1 : q + len;
@@ -194,8 +221,6 @@ static int parse_authority(const char *rest, dlock__endpoint *ep, char *err, siz
 static int parse_tcp(const char *url, dlock__endpoint *ep, char *err, size_t errlen) {
     /* the query first: what precedes it is the authority and the /db */
     const char *query = strchr(url, '?');
-    if (query && !ep->tls)
-        return bad(err, errlen, "query parameters are for rediss:// and unix:// URLs; use /db");
     char *rest = query ? dlock__strndup(url, (size_t)(query - url)) : dlock__strdup(url);
     if (!rest)
         return DLOCK_ENOMEM;
@@ -261,6 +286,8 @@ static int parse_authority(const char *rest, dlock__endpoint *ep, char *err, siz
 int dlock__url_parse(const char *url, dlock__endpoint *ep, char *err, size_t errlen) {
     memset(ep, 0, sizeof(*ep));
     ep->port = 6379;
+    ep->sync_replicas = DLOCK__SYNC_AUTO;
+    ep->sync_timeout_ms = 1000;
     err[0] = '\0';
     int rc;
     if (!url || !url[0])

@@ -2,11 +2,19 @@
  * registered before anything is sent, then a wait (the core's waiting engine) whose every
  * attempt is the kind's acquire script, sent in the owner's turn. A busy reply gives the
  * wait its hint (the holder's pttl, or the kind's busy_hint); a kind with no channel waits
- * on no channel, so the hint alone wakes it. */
+ * on no channel, so the hint alone wakes it.
+ *
+ * Under ?sync_replicas (replicas.c) an acquisition fewer replicas acknowledged than asked
+ * does not stand: it is given back at once (the kind's release script, in the owner's
+ * turn still, with no WAIT of its own), nothing is recorded, and the attempt counts as
+ * busy. The wait goes on; when it ends, DLOCK_ETIMEDOUT says how many acknowledged. */
+#include <string.h>
+
 #include "dlock_object.h"
 #include "engine.h"
 
-static void on_acquire_reply(dlock_client *c, int status, const dlock__reply *reply, void *arg);
+static void on_acquire_reply(dlock_client *c, int status, const dlock__reply *reply,
+                             const dlock__acks *acks, void *arg);
 
 static void acquire_send(lock_op *op);
 
@@ -36,8 +44,9 @@ static void acquire_send(lock_op *op) {
     int nkeys = l->kind->acquire_args(&v, &a);
     op->attempts++;
     op->sent_ms = dlock__now_ms();
-    int rc = dlock__script(l->client, l->kind->acquire_script, DLOCK__CMD_RETRY_SAFE,
-                           on_acquire_reply, op, nkeys, a.n, a.v, a.len);
+    int rc = dlock__script_acked(l->client, l->kind->acquire_script, DLOCK__CMD_RETRY_SAFE,
+                                 op->waiter.deadline_ms, on_acquire_reply, op, nkeys, a.n, a.v,
+                                 a.len);
     if (rc != DLOCK_OK) {
         dlock__op_fail(&op->op, rc, "%s", dlock_strerror(rc));
         dlock__hold_settled(op, rc, -1);
@@ -90,7 +99,68 @@ static dlock__reply_shape acquire_shape(const lock_op *op) {
     return shape;
 }
 
-static void on_acquire_reply(dlock_client *c, int status, const dlock__reply *reply, void *arg) {
+/* ---- an acquisition too few replicas acknowledged ---------------------------------------- */
+
+/* After a give-back the owner looks again this soon (a message may wake it sooner); each
+ * attempt waits up to sync_timeout_ms for its replicas, so this is never a tight loop. */
+#define GIVE_BACK_RETRY_MS 50
+
+static void on_given_back(dlock_client *c, int status, const dlock__reply *reply, void *arg) {
+    (void)c;
+    lock_op *op = arg;
+    if (status != DLOCK_OK) { /* ECONN: it may stay until its lease (or the next acquire's) */
+        dlock__op_fail_reply(&op->op, status, reply);
+        dlock__hold_settled(op, status, -1);
+    } else {
+        dlock__hold_settled(op, DLOCK__BUSY, GIVE_BACK_RETRY_MS);
+    }
+}
+
+/* The WAIT itself was refused (an ACL without +wait): given back, and the wait ends. */
+static void on_given_back_wait_refused(dlock_client *c, int status, const dlock__reply *reply,
+                                       void *arg) {
+    lock_op *op = arg;
+    if (status != DLOCK_OK) {
+        on_given_back(c, status, reply, arg);
+        return;
+    }
+    bool noperm = strstr(op->op.error_text, "NOPERM") != NULL;
+    dlock__hold_settled(op, noperm ? DLOCK_ENOPERM : DLOCK_EREDIS, -1);
+}
+
+/* The kind's release of the hold just taken (Redis counts `holds` for the owner now, the
+ * client still h->count): nothing is left of this acquisition. Its detail is the op's text
+ * should the wait end now. */
+static void give_back(lock_op *op, int64_t holds, const dlock__acks *acks) {
+    lock_handle *l = op->lock;
+    hold *h = op->hold;
+    if (acks->wait_error)
+        dlock__op_fail(&op->op, DLOCK_EREDIS,
+                       "%s %s: WAIT refused (%s), so the acquisition was given back; grant +wait "
+                       "or set sync_replicas=0",
+                       l->kind->what, l->base.name, dlock__reply_str(acks->wait_error, NULL));
+    else
+        dlock__op_fail(&op->op, DLOCK_ETIMEDOUT,
+                       "%s %s: acquired, but only %d of %d replicas acknowledged it within %lld "
+                       "ms (sync_replicas), so it was given back",
+                       l->kind->what, l->base.name, acks->acked, acks->asked,
+                       (long long)acks->timeout_ms);
+    dlock__lock_view v = dlock__view_of(l, h, h->count > 0 ? h->lease_ms : DLOCK_WATCHDOG);
+    v.believed = holds;
+    dlock__args a = {0};
+    int nkeys = l->kind->release_args(&v, &a);
+    dlock__reply_fn fn = acks->wait_error ? on_given_back_wait_refused : on_given_back;
+    int rc = dlock__script(l->client, l->kind->release_script,
+                           DLOCK__CMD_RETRY_SAFE | DLOCK__CMD_NO_WAIT, fn, op, nkeys, a.n, a.v,
+                           a.len);
+    if (rc != DLOCK_OK) {
+        dlock__op_fail(&op->op, rc, "%s", dlock_strerror(rc));
+        dlock__hold_settled(op, rc, -1);
+    }
+}
+
+static void on_acquire_reply(dlock_client *c, int status, const dlock__reply *reply,
+                             const dlock__acks *acks, void *arg) {
     (void)c;
     lock_op *op = arg;
     if (status != DLOCK_OK) {
@@ -106,7 +176,10 @@ static void on_acquire_reply(dlock_client *c, int status, const dlock__reply *re
             dlock__op_bad_shape(&op->op, &shape, reply, op->lock->kind->what, op->lock->base.name);
         dlock__hold_settled(op, rc, -1);
     } else if (got.form == 1) {
+        op->op.error_text[0] = '\0'; /* busy: held by another, whatever came before */
         dlock__hold_settled(op, DLOCK__BUSY, busy_hint(op, got.value[1]));
+    } else if (acks->acked < acks->asked) {
+        give_back(op, got.value[1], acks);
     } else {
         acquired(op, &got);
         dlock__hold_settled(op, DLOCK_OK, -1);
@@ -124,7 +197,7 @@ void dlock__acquire_done(dlock__waiter *w, int status) {
         dlock__lock_view v = dlock__view_of(l, h, op->lease_ms);
         l->kind->gave_up(&v);
     }
-    if (status == DLOCK_ETIMEDOUT)
+    if (status == DLOCK_ETIMEDOUT && !op->op.error_text[0]) /* else: too few replicas */
         dlock__op_fail(&op->op, status, "%s %s is held by another owner", l->kind->what,
                        l->base.name);
     dlock__lock_op_end(op, status);
