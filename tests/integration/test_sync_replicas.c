@@ -1,0 +1,243 @@
+/* test_sync_replicas.c — ?sync_replicas: a WAIT after every write, and what too few
+ * acknowledgements do. A master (TCP, for its replica) and one replica (REPLICAOF) for the
+ * whole file; a test that pauses the replica (SIGSTOP: it acknowledges nothing) resumes it
+ * and waits until it acknowledges again. A standalone server of its own where a test says.
+ *
+ *   auto (the default): a lock acquire and release each send WAIT 1, and succeed;
+ *   the replica paused: try_acquire(wait 1500) is DLOCK_ETIMEDOUT after ~1.5 s naming
+ *     "0 of 1", nothing is held, and the attempts were few (no tight loop);
+ *   a release with the replica paused is DLOCK_OK (and the lock is gone), with a warning;
+ *   a standalone server gets no WAIT; sync_replicas=0 sends none. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "harness.h"
+#include "topology_util.h"
+
+static redis_fixture *master, *replica;
+
+/* The replica has every write of the master: a WAIT of the master's own says so. */
+static void wait_replica_acknowledges(void) {
+    int64_t until = test_now_ms() + slack_ms(10000);
+    while (redis_fixture_int(master, "WAIT 1 100") != 1)
+        if (test_now_ms() > until)
+            fail_msg("the replica never acknowledged the master's writes");
+}
+
+static int group_setup(void **state) {
+    (void)state;
+    test_watchdog_arm(120, "test_sync_replicas");
+    redis_fixture_opts tcp = {.tcp = true};
+    if (redis_fixture_start(&tcp, &master) != 0 || redis_fixture_start(NULL, &replica) != 0)
+        return -1;
+    redisReply *r = redis_fixture_cmd(replica, "REPLICAOF 127.0.0.1 %d", redis_fixture_port(master));
+    freeReplyObject(r);
+    wait_replica_acknowledges();
+    return 0;
+}
+
+static int group_teardown(void **state) {
+    (void)state;
+    redis_fixture_stop(replica);
+    redis_fixture_stop(master);
+    test_watchdog_disarm();
+    return 0;
+}
+
+/* Every test leaves the replica running and in sync. */
+static int resume_replica(void **state) {
+    (void)state;
+    redis_fixture_resume(replica);
+    wait_replica_acknowledges();
+    return 0;
+}
+
+static char *master_url(const char *query) {
+    return topo_asprintf("%s%s", redis_fixture_unix_url(master), query);
+}
+
+static dlock_client *client_of(const char *url) {
+    return connect_client_cfg(NULL, (test_client_cfg){.url = url});
+}
+
+/* ---- the warnings the client logs ----------------------------------------------------------- */
+
+static char warnings[2048];
+static pthread_mutex_t warnings_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void keep_warnings(int level, const char *msg, void *arg) {
+    (void)arg;
+    if (level != DLOCK_LOG_WARN)
+        return;
+    pthread_mutex_lock(&warnings_mu);
+    size_t len = strlen(warnings);
+    snprintf(warnings + len, sizeof(warnings) - len, "%s\n", msg);
+    pthread_mutex_unlock(&warnings_mu);
+}
+
+static bool warned(const char *part) {
+    pthread_mutex_lock(&warnings_mu);
+    bool found = strstr(warnings, part) != NULL;
+    pthread_mutex_unlock(&warnings_mu);
+    return found;
+}
+
+/* ---- auto --------------------------------------------------------------------------------- */
+
+static void test_auto_acquire_and_release_each_send_wait_1_and_succeed(void **state) {
+    (void)state;
+    dlock_client *c = client_of(redis_fixture_unix_url(master));
+    dlock_lock *l;
+    ASSERT_OK(dlock_lock_new(c, "synced", &l));
+    long long waits = command_calls(master, "wait");
+    ASSERT_OK(dlock_lock_acquire(l, 30000));
+    assert_int_equal(command_calls(master, "wait") - waits, 1);
+    assert_int_equal(redis_fixture_int(replica, "EXISTS synced"), 1); /* WAIT 1 returned 1 */
+    ASSERT_OK(dlock_lock_release(l));
+    assert_int_equal(command_calls(master, "wait") - waits, 2);
+    assert_int_equal(redis_fixture_int(replica, "EXISTS synced"), 0);
+    dlock_lock_free(l);
+    dlock_client_free(c);
+}
+
+static void test_acquire_with_the_replica_paused_times_out_naming_0_of_1_and_holds_nothing(
+    void **state) {
+    (void)state;
+    dlock_client *c = client_of(redis_fixture_unix_url(master));
+    dlock_lock *l;
+    ASSERT_OK(dlock_lock_new(c, "unacked", &l));
+    assert_int_equal(redis_fixture_pause(replica), 0);
+    long long scripts = script_calls(master);
+    int64_t start = test_now_ms();
+    ASSERT_RC(dlock_lock_try_acquire(l, 1500, 30000), DLOCK_ETIMEDOUT);
+    int64_t took = test_now_ms() - start;
+    const char *why = dlock_last_error();
+    if (!strstr(why, "0 of 1 replicas acknowledged"))
+        fail_msg("the error \"%s\" does not say 0 of 1 replicas acknowledged", why);
+    if (took < 1400 || took > slack_ms(2600))
+        fail_msg("try_acquire(wait 1500) failed after %lld ms", (long long)took);
+    assert_int_equal(redis_fixture_int(master, "EXISTS unacked"), 0);
+    /* each attempt waited for its WAIT: an acquire and its give-back per attempt, few */
+    long long ran = script_calls(master) - scripts;
+    printf("# 1500 ms wait with the replica paused: %lld scripts (acquires and give-backs)\n",
+           ran);
+    assert_true(ran >= 2 && ran <= 8);
+    dlock_lock_free(l);
+    dlock_client_free(c);
+}
+
+static void test_a_single_attempt_with_the_replica_paused_holds_nothing(void **state) {
+    (void)state;
+    dlock_client *c = client_of(redis_fixture_unix_url(master));
+    dlock_lock *l;
+    ASSERT_OK(dlock_lock_new(c, "unacked-once", &l));
+    assert_int_equal(redis_fixture_pause(replica), 0);
+    ASSERT_RC(dlock_lock_try_acquire(l, 0, 30000), DLOCK_ETIMEDOUT);
+    assert_non_null(strstr(dlock_last_error(), "0 of 1"));
+    assert_int_equal(redis_fixture_int(master, "EXISTS unacked-once"), 0);
+    assert_int_equal(redis_fixture_resume(replica), 0);
+    wait_replica_acknowledges();
+    ASSERT_OK(dlock_lock_try_acquire(l, 0, 30000)); /* acknowledged again: it stands */
+    assert_int_equal(redis_fixture_int(master, "EXISTS unacked-once"), 1);
+    ASSERT_OK(dlock_lock_release(l));
+    dlock_lock_free(l);
+    dlock_client_free(c);
+}
+
+static void test_release_with_the_replica_paused_is_ok_frees_the_lock_and_warns(void **state) {
+    (void)state;
+    dlock_options o;
+    test_client_cfg cfg = {.url = redis_fixture_unix_url(master)};
+    test_client_options(NULL, &cfg, &o);
+    o.log_cb = keep_warnings;
+    dlock_client *c;
+    ASSERT_OK(dlock_client_new(&o, &c));
+    dlock_lock *l;
+    ASSERT_OK(dlock_lock_new(c, "released-unacked", &l));
+    ASSERT_OK(dlock_lock_acquire(l, 30000));
+    assert_int_equal(redis_fixture_pause(replica), 0);
+    ASSERT_OK(dlock_lock_release(l));
+    assert_int_equal(redis_fixture_int(master, "EXISTS released-unacked"), 0);
+    assert_true(warned("0 of 1 replicas acknowledged the write"));
+    dlock_lock_free(l);
+    dlock_client_free(c);
+}
+
+/* ---- no WAIT ------------------------------------------------------------------------------- */
+
+static void test_a_standalone_server_gets_no_wait(void **state) {
+    (void)state;
+    redis_fixture *alone = start_server();
+    dlock_client *c = connect_client(alone);
+    dlock_lock *l;
+    ASSERT_OK(dlock_lock_new(c, "alone", &l));
+    ASSERT_OK(dlock_lock_acquire(l, 30000));
+    ASSERT_OK(dlock_lock_release(l));
+    assert_int_equal(command_calls(alone, "role"), 1); /* it was asked, and has none */
+    assert_int_equal(command_calls(alone, "wait"), 0);
+    dlock_lock_free(l);
+    dlock_client_free(c);
+    redis_fixture_stop(alone);
+}
+
+static void test_sync_replicas_0_sends_no_wait_even_with_the_replica_paused(void **state) {
+    (void)state;
+    char *url = master_url("?sync_replicas=0");
+    dlock_client *c = client_of(url);
+    dlock_lock *l;
+    ASSERT_OK(dlock_lock_new(c, "unsynced", &l));
+    assert_int_equal(redis_fixture_pause(replica), 0);
+    long long waits = command_calls(master, "wait");
+    int64_t start = test_now_ms();
+    ASSERT_OK(dlock_lock_try_acquire(l, 0, 30000));
+    ASSERT_OK(dlock_lock_release(l));
+    assert_true(test_now_ms() - start < 500); /* no WAIT held the connection */
+    assert_int_equal(command_calls(master, "wait") - waits, 0);
+    dlock_lock_free(l);
+    dlock_client_free(c);
+    free(url);
+}
+
+static void test_sync_replicas_n_asks_for_n(void **state) {
+    (void)state;
+    char *url = master_url("?sync_replicas=2&sync_timeout_ms=200");
+    dlock_client *c = client_of(url);
+    dlock_lock *l;
+    ASSERT_OK(dlock_lock_new(c, "two", &l));
+    /* only one exists; a single attempt gives its WAIT DLOCK__SYNC_MIN_MS (100), less than
+     * sync_timeout_ms */
+    ASSERT_RC(dlock_lock_try_acquire(l, 0, 30000), DLOCK_ETIMEDOUT);
+    assert_non_null(strstr(dlock_last_error(), "1 of 2 replicas acknowledged it within 100 ms"));
+    ASSERT_RC(dlock_lock_try_acquire(l, 1000, 30000), DLOCK_ETIMEDOUT);
+    assert_non_null(strstr(dlock_last_error(), "1 of 2 replicas acknowledged it within"));
+    assert_int_equal(redis_fixture_int(master, "EXISTS two"), 0);
+    dlock_lock_free(l);
+    dlock_client_free(c);
+    free(url);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_auto_acquire_and_release_each_send_wait_1_and_succeed,
+                                  resume_replica),
+        cmocka_unit_test_teardown(
+            test_acquire_with_the_replica_paused_times_out_naming_0_of_1_and_holds_nothing,
+            resume_replica),
+        cmocka_unit_test_teardown(test_a_single_attempt_with_the_replica_paused_holds_nothing,
+                                  resume_replica),
+        cmocka_unit_test_teardown(
+            test_release_with_the_replica_paused_is_ok_frees_the_lock_and_warns, resume_replica),
+        cmocka_unit_test_teardown(test_a_standalone_server_gets_no_wait, resume_replica),
+        cmocka_unit_test_teardown(test_sync_replicas_0_sends_no_wait_even_with_the_replica_paused,
+                                  resume_replica),
+        cmocka_unit_test_teardown(test_sync_replicas_n_asks_for_n, resume_replica),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
