@@ -154,8 +154,8 @@ static int open_through_sentinels(const dlock__sentinel_url *u, long connect_tim
     for (size_t i = 0; i < u->count; i++) {
         dlock__endpoint master = u->data; /* strings borrowed, but host */
         master.host = NULL;
-        code = ask_sentinel(&u->sentinels[i], u->master_name, connect_timeout_ms, timeout_ms,
-                            &master);
+        code =
+            ask_sentinel(&u->sentinels[i], u->master_name, connect_timeout_ms, timeout_ms, &master);
         if (code == 1)
             unknown++;
         if (code != 0)
@@ -163,8 +163,8 @@ static int open_through_sentinels(const dlock__sentinel_url *u, long connect_tim
         char at[300], via[300];
         dlock__endpoint_describe(&master, at, sizeof(at));
         dlock__endpoint_describe(&u->sentinels[i], via, sizeof(via));
-        snprintf(where, where_size, "master '%s' at %s (named by sentinel %s)", u->master_name,
-                 at, via);
+        snprintf(where, where_size, "master '%s' at %s (named by sentinel %s)", u->master_name, at,
+                 via);
         code = connect_endpoint(&master, true, connect_timeout_ms, timeout_ms, out);
         free(master.host);
         if (code == 0 && (code = check_master(*out, where)) != 0) {
@@ -189,8 +189,8 @@ int redis_sync_open(const char *url, long connect_timeout_ms, long timeout_ms, r
         dlock__sentinel_url u;
         rc = dlock__sentinel_url_parse(url, &u, err, sizeof(err));
         if (rc == DLOCK_OK) {
-            code = open_through_sentinels(&u, connect_timeout_ms, timeout_ms, out, where,
-                                          where_size);
+            code =
+                open_through_sentinels(&u, connect_timeout_ms, timeout_ms, out, where, where_size);
             dlock__sentinel_url_free(&u);
             return code;
         }

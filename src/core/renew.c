@@ -101,7 +101,9 @@ static void lease_free(dlock__lease *l) {
 /* A lease counts as lost this long before it could end in Redis: the renewal's one-way
  * trip and the two machines' clock rates are unknown, so the holder is told a little early
  * rather than just after another client may have got in (Redlock's drift factor). */
-static int64_t lost_margin_ms(const dlock_client *c) { return c->opts.watchdog_ms / 100 + 2; }
+static int64_t lost_margin_ms(const dlock_client *c) {
+    return c->opts.watchdog_ms / 100 + 2;
+}
 
 static int64_t tick_period_ms(const dlock_client *c) {
     int64_t p = c->opts.watchdog_ms / 3;
@@ -186,8 +188,8 @@ static void send_batch(dlock_client *c, enum dlock__script_id script, renew_batc
             lens[b->count + 1 + i] = b->leases[i]->field_len;
         }
         args[b->count] = lease;
-        lens[b->count] = (size_t)snprintf(lease, sizeof(lease), "%lld",
-                                          (long long)c->opts.watchdog_ms);
+        lens[b->count] =
+            (size_t)snprintf(lease, sizeof(lease), "%lld", (long long)c->opts.watchdog_ms);
         b->sent_ms = dlock__now_ms();
         rc = dlock__script(c, script, DLOCK__CMD_RETRY_SAFE, on_renewed, b, (int)b->count,
                            (int)nargs, args, lens);
@@ -315,7 +317,9 @@ void dlock__renew_now(dlock_client *c) {
         renew_all(c);
 }
 
-int dlock__lease_lost_reason(const dlock__lease *l) { return l->lost_reason; }
+int dlock__lease_lost_reason(const dlock__lease *l) {
+    return l->lost_reason;
+}
 
 void dlock__lease_drop(dlock__lease *l) {
     if (!l || l->state == L_GONE)

@@ -56,11 +56,11 @@ enum step { STEP_IDLE, STEP_ASKING, STEP_CHECKING };
 
 enum outcome {
     OUT_NONE,
-    OUT_ADDRESS,  /* a sentinel named the master (candidate) */
-    OUT_UNKNOWN,  /* a sentinel knows no master of that name */
-    OUT_FAILED,   /* unreachable, refused, an error or a reply of the wrong shape */
-    OUT_MASTER,   /* ROLE: master */
-    OUT_REPLICA,  /* ROLE: anything else */
+    OUT_ADDRESS, /* a sentinel named the master (candidate) */
+    OUT_UNKNOWN, /* a sentinel knows no master of that name */
+    OUT_FAILED,  /* unreachable, refused, an error or a reply of the wrong shape */
+    OUT_MASTER,  /* ROLE: master */
+    OUT_REPLICA, /* ROLE: anything else */
 };
 
 struct dlock__sentinel {
@@ -216,7 +216,8 @@ static void probe_resolve(dlock__link *link) {
 
 static void on_master_addr(dlock__sentinel *s, const dlock__reply *reply) {
     int type = dlock__reply_type(reply);
-    if (type == DLOCK__REPLY_NIL || (type == DLOCK__REPLY_ARRAY && dlock__reply_count(reply) == 0)) {
+    if (type == DLOCK__REPLY_NIL ||
+        (type == DLOCK__REPLY_ARRAY && dlock__reply_count(reply) == 0)) {
         note_outcome(s, OUT_UNKNOWN, "knows no such master");
         return;
     }
@@ -400,8 +401,8 @@ static void after_checking(dlock__sentinel *s, enum outcome o) {
         s->master = s->candidate;
         s->checked_ms = dlock__now_ms();
         s->checked_switches = s->switches;
-        dlock__log(s->client, DLOCK_LOG_INFO, "sentinel: master '%s' is at %s",
-                   s->url.master_name, at);
+        dlock__log(s->client, DLOCK_LOG_INFO, "sentinel: master '%s' is at %s", s->url.master_name,
+                   at);
         answer_all(s, DLOCK_OK, NULL);
         char moved[300];
         snprintf(moved, sizeof(moved), "the master '%s' is now at %s", s->url.master_name, at);
@@ -481,8 +482,8 @@ static void on_switch_master(dlock__sentinel *s, const char *msg, size_t len) {
     set_demoted(s, &old_master, true);
     s->hint = new_master;
     /* Stop writing to the old master now: every link not waiting for an answer goes. */
-    snprintf(why, sizeof(why), "failover: the master '%s' moved from %s to %s",
-             s->url.master_name, from, to);
+    snprintf(why, sizeof(why), "failover: the master '%s' moved from %s to %s", s->url.master_name,
+             from, to);
     for (size_t i = 0; i < s->nslots; i++)
         if (!s->slots[i].waiting && !same_addr(&s->slots[i].at, &new_master))
             dlock__link_fail(s->slots[i].link, DLOCK_ECONN, why);

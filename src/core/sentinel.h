@@ -30,8 +30,7 @@ bool dlock__url_is_sentinel(const char *url);
 
 /* Parses a sentinel URL into out (strings owned by out). DLOCK_EINVAL with the reason in
  * err (never a password), DLOCK_ENOMEM; out is then empty. */
-int dlock__sentinel_url_parse(const char *url, dlock__sentinel_url *out, char *err,
-                              size_t errlen);
+int dlock__sentinel_url_parse(const char *url, dlock__sentinel_url *out, char *err, size_t errlen);
 void dlock__sentinel_url_free(dlock__sentinel_url *u);
 
 /* ---- the resolver (sentinel.c) ---------------------------------------------------------- */

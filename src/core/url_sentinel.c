@@ -46,7 +46,9 @@ static void add(text *t, const char *s, size_t n) {
     t->s[t->len] = '\0';
 }
 
-static void add_str(text *t, const char *s) { add(t, s, strlen(s)); }
+static void add_str(text *t, const char *s) {
+    add(t, s, strlen(s));
+}
 
 static bool unreserved(char ch) {
     return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
@@ -160,8 +162,9 @@ static int split(const char *url, parts *p, char *err, size_t errlen) {
     size_t name_len = strcspn(path, "/?");
     p->master = (slice){path, name_len};
     if (!master_name_ok(p->master))
-        return bad(err, errlen, "the master name is empty or holds a space, '%' or a control "
-                                "character (redis-sentinel://hosts/MASTER)");
+        return bad(err, errlen,
+                   "the master name is empty or holds a space, '%' or a control "
+                   "character (redis-sentinel://hosts/MASTER)");
     if (name_len < path_len)
         p->db = (slice){path + name_len + 1, path_len - name_len - 1};
     const char *q = path + path_len;
@@ -236,8 +239,8 @@ static int parse_data(const parts *p, slice first_host, dlock__endpoint *ep, cha
     return rc;
 }
 
-static int parse_sentinel(const parts *p, slice host, size_t index, dlock__endpoint *ep,
-                          char *err, size_t errlen) {
+static int parse_sentinel(const parts *p, slice host, size_t index, dlock__endpoint *ep, char *err,
+                          size_t errlen) {
     text t = {0};
     add_str(&t, p->direct_scheme);
     if (p->has_sentinel_password) {
@@ -289,8 +292,7 @@ static int parse_all(const parts *p, dlock__sentinel_url *out, char *err, size_t
     return DLOCK_OK;
 }
 
-int dlock__sentinel_url_parse(const char *url, dlock__sentinel_url *out, char *err,
-                              size_t errlen) {
+int dlock__sentinel_url_parse(const char *url, dlock__sentinel_url *out, char *err, size_t errlen) {
     memset(out, 0, sizeof(*out));
     err[0] = '\0';
     if (!dlock__url_is_sentinel(url))

@@ -178,8 +178,8 @@ static void failover_under_load(int (*fail_over)(sentinel_fixture *), const char
     load_stop_and_check(&ld, w);
 }
 
-static void test_sentinel_failover_under_load_keeps_locks_exclusive_and_clients_return(
-    void **state) {
+static void
+test_sentinel_failover_under_load_keeps_locks_exclusive_and_clients_return(void **state) {
     (void)state;
     failover_under_load(sentinel_fixture_failover, "SENTINEL FAILOVER");
 }
@@ -243,8 +243,7 @@ static void test_lease_the_promoted_replica_lacks_is_reported_lost_at_once(void 
      * never got, as a failover can lose one). */
     redis_fixture *replica = sentinel_fixture_node(fx, sentinel_fixture_replica_index(fx));
     bool replicated = false;
-    POLL_UNTIL(replicated,
-               redis_fixture_int(replica, "EXISTS lacking kept") == 2, slack_ms(3000));
+    POLL_UNTIL(replicated, redis_fixture_int(replica, "EXISTS lacking kept") == 2, slack_ms(3000));
     assert_true(replicated);
     freeReplyObject(redis_fixture_cmd(replica, "CONFIG SET replica-read-only no"));
     assert_int_equal(redis_fixture_int(replica, "DEL lacking"), 1);

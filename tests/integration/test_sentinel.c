@@ -1,7 +1,8 @@
 /* test_sentinel.c — a client of a redis-sentinel:// URL finds the master through the
  * sentinels: a sentinel that cannot be reached is skipped at once, one that does not answer
  * after connect_timeout_ms, a master name no sentinel knows is a clear DLOCK_EINVAL at once,
- * no sentinel at all is DLOCK_ECONN saying why, and every primitive works through it. Failovers: tests/fault/test_sentinel_failover.c.
+ * no sentinel at all is DLOCK_ECONN saying why, and every primitive works through it. Failovers:
+ * tests/fault/test_sentinel_failover.c.
  *
  * One fixture (1 master + 1 replica + 3 sentinels) for the whole file: no test here
  * changes which node is the master. */

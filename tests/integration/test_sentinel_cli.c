@@ -40,8 +40,8 @@ static void test_run_holds_its_lock_on_the_master_the_sentinels_name(void **stat
     redis_fixture *master = sentinel_fixture_node(fx, sentinel_fixture_master_index(fx));
     char *admin = topo_asprintf("redis-cli -s %s EXISTS job", redis_fixture_socket(master));
     /* inside the run, the lock exists on the master (the command asks it over the socket) */
-    cli_result r = DLOCK_CLI_RUN(NULL, 20000, "--url", sentinel_fixture_url(fx), "run", "job",
-                                 "--", "sh", "-c", admin);
+    cli_result r = DLOCK_CLI_RUN(NULL, 20000, "--url", sentinel_fixture_url(fx), "run", "job", "--",
+                                 "sh", "-c", admin);
     ASSERT_STATUS(r, 0);
     ASSERT_CONTAINS(r.out, "1");
     assert_int_equal(redis_fixture_int(master, "EXISTS job"), 0); /* released after */

@@ -85,8 +85,8 @@ static void test_data_credentials_and_db_are_the_data_nodes_only(void **state) {
 
 static void test_sentinel_credentials_from_the_query(void **state) {
     (void)state;
-    dlock__sentinel_url u = parse_ok(
-        "redis-sentinel://:pw@h1,h2/m?sentinel_user=sen&sentinel_password=a%40b:c/d@e");
+    dlock__sentinel_url u =
+        parse_ok("redis-sentinel://:pw@h1,h2/m?sentinel_user=sen&sentinel_password=a%40b:c/d@e");
     for (size_t i = 0; i < u.count; i++) {
         assert_string_equal(u.sentinels[i].user, "sen");
         assert_string_equal(u.sentinels[i].password, "a@b:c/d@e");
@@ -125,10 +125,10 @@ static void test_sentinel_url_is_shown_without_passwords(void **state) {
         "redis-sentinel://u:s3cret@h1:1,h2:2/m/1?sentinel_user=s&sentinel_password=s3cret", buf,
         sizeof(buf));
     assert_null(strstr(shown, "s3cret"));
-    assert_string_equal(shown,
-                        "redis-sentinel://u:***@h1:1,h2:2/m/1?sentinel_user=s&sentinel_password=***");
-    shown = dlock__url_masked("rediss-sentinel://h1/m?sentinel_password=s3cret&cacert=/ca.pem",
-                              buf, sizeof(buf));
+    assert_string_equal(
+        shown, "redis-sentinel://u:***@h1:1,h2:2/m/1?sentinel_user=s&sentinel_password=***");
+    shown = dlock__url_masked("rediss-sentinel://h1/m?sentinel_password=s3cret&cacert=/ca.pem", buf,
+                              sizeof(buf));
     assert_string_equal(shown, "rediss-sentinel://h1/m?sentinel_password=***&cacert=/ca.pem");
 }
 
