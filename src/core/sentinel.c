@@ -18,11 +18,11 @@
  * one after a drop). On "NAME old-ip old-port new-ip new-port" both of the client's links
  * are dropped at once — from then on the old master receives nothing, lock writes
  * included — and their reconnects are answered with the new master (checked with ROLE
- * first). The old address is remembered as demoted: a sentinel that has not heard of the
- * failover yet and still names it is passed over. After the watch link itself reconnects
- * (messages may have been missed) a resolution runs, and a link found on another node than
- * the master is dropped. A link whose reconnect goes to another master than before is
- * "moved": the client then has every held lease confirmed on the new master at once.
+ * first). The old address is remembered as demoted for DEMOTED_MS: a sentinel that has not
+ * heard of the failover yet and still names it is passed over. After the watch link itself
+ * reconnects (messages may have been missed) a resolution runs, and a link found on another node
+ * than the master is dropped. A link whose reconnect goes to another master than before is "moved":
+ * the client then has every held lease confirmed on the new master at once.
  *
  * Everything runs on the client's loop thread. The probe link is never closed or restarted
  * inside its own callbacks: its outcome is noted and acted on from a zero-delay timer. */
@@ -35,12 +35,21 @@
 
 #define MAX_SLOTS 2   /* the command and the subscriber link */
 #define DEMOTED_MAX 4 /* old masters remembered */
+/* How long an old master is passed over: the sentinels agree within seconds, and Redis
+ * 7.0 turns the old master into a replica 8-18 s after a forced failover; after that it
+ * may rightly be master again (a failover back we did not hear of). */
+#define DEMOTED_MS 60000
 #define FRESH_MS 1000 /* how long a checked answer is given again without asking */
 
 typedef struct addr {
     char host[256];
     int port; /* 0: none */
 } addr;
+
+typedef struct demotion {
+    addr old_master;
+    int64_t until_ms;
+} demotion;
 
 /* A link that takes its endpoint from here. */
 typedef struct slot {
@@ -97,7 +106,7 @@ struct dlock__sentinel {
     bool closed;
     uint64_t switches; /* +switch-master messages for our master */
     addr hint;         /* the new master of the last one, until a resolution takes it */
-    addr demoted[DEMOTED_MAX];
+    demotion demoted[DEMOTED_MAX];
     size_t next_demoted;
 };
 
@@ -119,18 +128,19 @@ static bool set_addr(addr *a, const char *host, size_t host_len, const char *por
 }
 
 static bool is_demoted(const dlock__sentinel *s, const addr *a) {
+    int64_t now = dlock__now_ms();
     for (size_t i = 0; i < DEMOTED_MAX; i++)
-        if (same_addr(&s->demoted[i], a))
+        if (same_addr(&s->demoted[i].old_master, a) && now < s->demoted[i].until_ms)
             return true;
     return false;
 }
 
 static void set_demoted(dlock__sentinel *s, const addr *a, bool demoted) {
     for (size_t i = 0; i < DEMOTED_MAX; i++)
-        if (same_addr(&s->demoted[i], a))
-            s->demoted[i].port = 0;
+        if (same_addr(&s->demoted[i].old_master, a))
+            s->demoted[i].old_master.port = 0;
     if (demoted) {
-        s->demoted[s->next_demoted] = *a;
+        s->demoted[s->next_demoted] = (demotion){*a, dlock__now_ms() + DEMOTED_MS};
         s->next_demoted = (s->next_demoted + 1) % DEMOTED_MAX;
     }
 }
