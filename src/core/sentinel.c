@@ -87,7 +87,7 @@ struct dlock__sentinel {
     size_t asking;    /* the sentinel asked */
     size_t asked;     /* how many of this resolution */
     size_t preferred; /* the last sentinel that named the master: asked first */
-    int unknown_answers, stale_answers, unreachable;
+    int unknown_answers, stale_answers;
     char reasons[600]; /* why each sentinel gave no usable answer */
     enum outcome outcome;
     char outcome_text[240];
@@ -334,7 +334,7 @@ static void check_candidate(dlock__sentinel *s) {
 }
 
 static void start_resolution(dlock__sentinel *s) {
-    s->unknown_answers = s->stale_answers = s->unreachable = 0;
+    s->unknown_answers = s->stale_answers = 0;
     s->reasons[0] = '\0';
     if (s->hint.port != 0) { /* a failover told us where: check it before asking around */
         s->candidate = s->hint;
@@ -390,10 +390,7 @@ static void after_asking(dlock__sentinel *s, enum outcome o) {
                  describe(&s->candidate, named, sizeof(named)));
         add_reason(s, reason);
     } else {
-        if (o == OUT_UNKNOWN)
-            s->unknown_answers++;
-        else
-            s->unreachable++;
+        s->unknown_answers += o == OUT_UNKNOWN;
         add_reason(s, s->outcome_text);
     }
     next_sentinel(s);
@@ -594,16 +591,6 @@ bool dlock__sentinel_take_moved(dlock__sentinel *s, const dlock__link *link) {
 
 const char *dlock__sentinel_master_name(const dlock__sentinel *s) {
     return s->url.master_name;
-}
-
-const char *dlock__sentinel_describe(const dlock__sentinel *s, char *buf, size_t size) {
-    char at[160];
-    if (s->master.port == 0)
-        snprintf(buf, size, "master '%s' (not found yet)", s->url.master_name);
-    else
-        snprintf(buf, size, "master '%s' at %s", s->url.master_name,
-                 describe(&s->master, at, sizeof(at)));
-    return buf;
 }
 
 void dlock__sentinel_close(dlock__sentinel *s) {

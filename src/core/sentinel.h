@@ -53,8 +53,6 @@ void dlock__sentinel_start(dlock__sentinel *s);
 /* True, once, when link's latest connection went to another master than its previous
  * one: a failover happened, and what the client holds must be confirmed on the new one. */
 bool dlock__sentinel_take_moved(dlock__sentinel *s, const dlock__link *link);
-/* "master 'NAME' at host:port", or "... (not found yet)". Returns buf. */
-const char *dlock__sentinel_describe(const dlock__sentinel *s, char *buf, size_t size);
 /* Closes its own connections (on the loop thread, before the scheduler closes); the
  * attached links are the client's to close. NULL: no-op. */
 void dlock__sentinel_close(dlock__sentinel *s);
