@@ -208,9 +208,9 @@ static void on_reply(dlock__link *link, const dlock__reply *reply, void *arg);
 static int send_wait(dlock__conn *conn, const dlock__cmd *cmd) {
     char replicas[16], timeout[24];
     const char *argv[] = {"WAIT", replicas, timeout};
-    size_t lens[] = {4, (size_t)snprintf(replicas, sizeof(replicas), "%d", cmd->wait_replicas),
-                     (size_t)snprintf(timeout, sizeof(timeout), "%lld",
-                                      (long long)cmd->wait_timeout_ms)};
+    size_t lens[] = {
+        4, (size_t)snprintf(replicas, sizeof(replicas), "%d", cmd->wait_replicas),
+        (size_t)snprintf(timeout, sizeof(timeout), "%lld", (long long)cmd->wait_timeout_ms)};
     return dlock__link_send(&conn->link, 3, argv, lens, on_reply, NULL);
 }
 
@@ -577,7 +577,8 @@ int dlock__command(dlock_client *c, unsigned flags, dlock__reply_fn fn, void *ar
                    const char *const *argv, const size_t *argvlen) {
     if (argc < 1)
         return DLOCK_EINVAL;
-    cmd_request req = {.script = -1, .flags = flags, .fn = fn, .deadline_ms = INT64_MAX, .arg = arg};
+    cmd_request req = {
+        .script = -1, .flags = flags, .fn = fn, .deadline_ms = INT64_MAX, .arg = arg};
     return enqueue(c, &req, argc, argv, argvlen);
 }
 

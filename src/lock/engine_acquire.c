@@ -44,9 +44,9 @@ static void acquire_send(lock_op *op) {
     int nkeys = l->kind->acquire_args(&v, &a);
     op->attempts++;
     op->sent_ms = dlock__now_ms();
-    int rc = dlock__script_acked(l->client, l->kind->acquire_script, DLOCK__CMD_RETRY_SAFE,
-                                 op->waiter.deadline_ms, on_acquire_reply, op, nkeys, a.n, a.v,
-                                 a.len);
+    int rc =
+        dlock__script_acked(l->client, l->kind->acquire_script, DLOCK__CMD_RETRY_SAFE,
+                            op->waiter.deadline_ms, on_acquire_reply, op, nkeys, a.n, a.v, a.len);
     if (rc != DLOCK_OK) {
         dlock__op_fail(&op->op, rc, "%s", dlock_strerror(rc));
         dlock__hold_settled(op, rc, -1);
@@ -150,9 +150,9 @@ static void give_back(lock_op *op, int64_t holds, const dlock__acks *acks) {
     dlock__args a = {0};
     int nkeys = l->kind->release_args(&v, &a);
     dlock__reply_fn fn = acks->wait_error ? on_given_back_wait_refused : on_given_back;
-    int rc = dlock__script(l->client, l->kind->release_script,
-                           DLOCK__CMD_RETRY_SAFE | DLOCK__CMD_NO_WAIT, fn, op, nkeys, a.n, a.v,
-                           a.len);
+    int rc =
+        dlock__script(l->client, l->kind->release_script,
+                      DLOCK__CMD_RETRY_SAFE | DLOCK__CMD_NO_WAIT, fn, op, nkeys, a.n, a.v, a.len);
     if (rc != DLOCK_OK) {
         dlock__op_fail(&op->op, rc, "%s", dlock_strerror(rc));
         dlock__hold_settled(op, rc, -1);

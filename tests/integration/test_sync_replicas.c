@@ -37,7 +37,8 @@ static int group_setup(void **state) {
     redis_fixture_opts tcp = {.tcp = true};
     if (redis_fixture_start(&tcp, &master) != 0 || redis_fixture_start(NULL, &replica) != 0)
         return -1;
-    redisReply *r = redis_fixture_cmd(replica, "REPLICAOF 127.0.0.1 %d", redis_fixture_port(master));
+    redisReply *r =
+        redis_fixture_cmd(replica, "REPLICAOF 127.0.0.1 %d", redis_fixture_port(master));
     freeReplyObject(r);
     wait_replica_acknowledges();
     return 0;
@@ -107,8 +108,8 @@ static void test_auto_acquire_and_release_each_send_wait_1_and_succeed(void **st
     dlock_client_free(c);
 }
 
-static void test_acquire_with_the_replica_paused_times_out_naming_0_of_1_and_holds_nothing(
-    void **state) {
+static void
+test_acquire_with_the_replica_paused_times_out_naming_0_of_1_and_holds_nothing(void **state) {
     (void)state;
     dlock_client *c = client_of(redis_fixture_unix_url(master));
     dlock_lock *l;
@@ -126,8 +127,7 @@ static void test_acquire_with_the_replica_paused_times_out_naming_0_of_1_and_hol
     assert_int_equal(redis_fixture_int(master, "EXISTS unacked"), 0);
     /* each attempt waited for its WAIT: an acquire and its give-back per attempt, few */
     long long ran = script_calls(master) - scripts;
-    printf("# 1500 ms wait with the replica paused: %lld scripts (acquires and give-backs)\n",
-           ran);
+    printf("# 1500 ms wait with the replica paused: %lld scripts (acquires and give-backs)\n", ran);
     assert_true(ran >= 2 && ran <= 8);
     dlock_lock_free(l);
     dlock_client_free(c);

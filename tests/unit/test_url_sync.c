@@ -86,9 +86,9 @@ static void test_a_sentinel_url_gives_its_data_nodes_the_sync_keys(void **state)
     assert_int_equal(u.data.sync_replicas, 2);
     assert_int_equal(u.data.sync_timeout_ms, 400);
     dlock__sentinel_url_free(&u);
-    assert_int_equal(dlock__sentinel_url_parse("redis-sentinel://a/m?sync_replicas=x", &u, err,
-                                               sizeof(err)),
-                     DLOCK_EINVAL);
+    assert_int_equal(
+        dlock__sentinel_url_parse("redis-sentinel://a/m?sync_replicas=x", &u, err, sizeof(err)),
+        DLOCK_EINVAL);
     assert_non_null(strstr(err, "sync_replicas"));
 }
 
