@@ -5,6 +5,8 @@
  *   - a lease the promoted replica lacks is reported lost as soon as the client lands on
  *     the new master (not at the watchdog's next tick), its release is DLOCK_ELOST, and a
  *     lease the new master has stays held;
+ *   - a waiter keeps waiting across a failover, subscribed again on the new master, and is
+ *     woken there by the holder's release (whose lease the new master confirmed);
  *   - a failover the client did not hear of (its sentinel paused) is found once the old
  *     master turns replica (Redis 7.0 then drops its clients; a READONLY answer would send
  *     the client back to the sentinels too).
@@ -189,6 +191,50 @@ static void test_killed_master_under_load_keeps_locks_exclusive_and_clients_retu
     failover_under_load(sentinel_fixture_kill_master, "SIGKILLed master");
 }
 
+/* ---- a waiter across a failover --------------------------------------------------------- */
+
+static int acquire_handoff(void *arg) {
+    return dlock_lock_try_acquire(arg, slack_ms(15000), 30000);
+}
+
+static void test_waiter_is_woken_on_the_new_master_by_the_holders_release(void **state) {
+    (void)state;
+    const char *channel = "redisson_lock__channel:{handoff}";
+    dlock_client *holder = sentinel_client(0), *waiter = sentinel_client(0);
+    dlock_lock *held, *wanted;
+    ASSERT_OK(dlock_lock_new(holder, "handoff", &held));
+    ASSERT_OK(dlock_lock_new(waiter, "handoff", &wanted));
+    ASSERT_OK(dlock_lock_acquire(held, DLOCK_WATCHDOG));
+    int old_master = sentinel_fixture_master_index(fx);
+    redis_fixture *replica = sentinel_fixture_node(fx, 1 - old_master);
+    bool ready = false;
+    POLL_UNTIL(ready, redis_fixture_int(replica, "EXISTS handoff") == 1, slack_ms(3000));
+    assert_true(ready);
+
+    blocking_call wait;
+    blocking_call_start(&wait, acquire_handoff, wanted);
+    POLL_UNTIL(ready, numsub(sentinel_fixture_node(fx, old_master), channel) == 1, slack_ms(3000));
+    assert_true(ready);
+    int new_master = sentinel_fixture_failover(fx);
+    assert_int_equal(new_master, 1 - old_master);
+    /* the waiter's subscription is made again on the new master */
+    POLL_UNTIL(ready, numsub(sentinel_fixture_node(fx, new_master), channel) == 1, slack_ms(3000));
+    assert_true(ready);
+    assert_false(blocking_call_returned(&wait));
+    /* the holder's lease was confirmed there; its release wakes the waiter */
+    int64_t released_us = test_now_us();
+    ASSERT_OK(dlock_lock_release(held));
+    ASSERT_OK(blocking_call_join(&wait));
+    printf("# hand-off on the new master: %lld ms from the release\n",
+           (long long)((wait.returned_us - released_us) / 1000));
+    ASSERT_BETWEEN((wait.returned_us - released_us) / 1000, 0, slack_ms(500));
+    assert_int_equal(redis_fixture_int(sentinel_fixture_node(fx, new_master), "EXISTS handoff"), 1);
+    dlock_lock_free(held); /* `wanted` is held by the waiting thread's owner, until its lease */
+    dlock_lock_free(wanted);
+    dlock_client_free(holder);
+    dlock_client_free(waiter);
+}
+
 /* ---- a failover the client did not hear of ---------------------------------------------- */
 
 /* Connections subscribed on sentinel i (its own links to the other sentinels subscribe to
@@ -282,6 +328,8 @@ int main(void) {
             teardown),
         cmocka_unit_test_setup_teardown(
             test_lease_the_promoted_replica_lacks_is_reported_lost_at_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_waiter_is_woken_on_the_new_master_by_the_holders_release, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_missed_failover_is_found_when_the_old_master_turns_replica, setup, teardown),
     };
