@@ -19,6 +19,21 @@
 #   - with no scripts at all, only DLOCK__SCRIPT_COUNT = 0: the table is declared only
 #     when DLOCK__HAVE_SCRIPTS is defined, so no zero-size array ever exists.
 # Nothing reads files at run time.
+#
+# Preludes. Redis scripts cannot load one another, so helpers several scripts need (exact
+# 64-bit arithmetic, the checked read of a count) are written once, each in
+# src/core/lua/<name>.lua (outside the src/*/*.lua glob: a prelude is no script of its
+# own), and put in front of every script that asks for them with a line
+#
+#   -- uses: <name> [<name> ...]
+#
+# in its header comment (the comment and blank lines before its first line of code). A
+# prelude may ask for others the same way; each comes once, after those it uses. The
+# embedded text is the preludes, then the script: still one Lua chunk whose `local
+# function` helpers are defined before the script's first line. Redis counts the
+# preludes' lines in its error messages: the comment above each text in dlock_scripts.c
+# says by how many lines the script's own begin later. A script that calls or defines a
+# prelude's helper without asking for that prelude stops the build.
 
 cmake_minimum_required(VERSION 3.25)
 
@@ -91,6 +106,99 @@ foreach(code RANGE 0 255)
   set("byte_${h1}${h2}" "${spelling}")
 endforeach()
 
+# ---- preludes -------------------------------------------------------------------------
+set(prelude_dir "${DLOCK_SOURCE_DIR}/src/core/lua")
+
+# The names on the "-- uses:" lines of the header comment of the Lua file at path.
+function(uses_of path out_var)
+  file(READ "${path}" text)
+  string(REGEX MATCH "^([ \t]*(--[^\n]*)?\n)*" header "${text}")
+  string(REGEX MATCHALL "(^|\n)-- uses:[^\n]*" markers "${header}")
+  set(names "")
+  foreach(marker IN LISTS markers)
+    string(REGEX REPLACE "^\n?-- uses:" "" marker "${marker}")
+    string(REGEX MATCHALL "[^ \t]+" words "${marker}")
+    list(APPEND names ${words})
+  endforeach()
+  set(${out_var} "${names}" PARENT_SCOPE)
+endfunction()
+
+# Appends to the caller's `preludes` the preludes `names` (asked for by `user`), each
+# after the preludes it uses itself and each once. `chain` is the preludes being added
+# further up, so one that comes to use itself is refused instead of recursing for ever.
+function(add_preludes names user chain)
+  foreach(name IN LISTS names)
+    if(NOT name MATCHES "^[a-z0-9_]+$")
+      message(FATAL_ERROR "embed_lua.cmake: ${user} uses '${name}': a prelude's name is "
+                          "lower-case letters, digits and '_' (src/core/lua/<name>.lua)")
+    endif()
+    if(name IN_LIST preludes)
+      continue()
+    endif()
+    if(name IN_LIST chain)
+      string(REPLACE ";" " -> " cycle "${chain};${name}")
+      message(FATAL_ERROR "embed_lua.cmake: preludes that use each other: ${cycle}")
+    endif()
+    set(path "${prelude_dir}/${name}.lua")
+    if(NOT EXISTS "${path}")
+      message(FATAL_ERROR "embed_lua.cmake: ${user} uses '${name}', but there is no "
+                          "src/core/lua/${name}.lua")
+    endif()
+    uses_of("${path}" own)
+    set(deeper ${chain} ${name})
+    add_preludes("${own}" "src/core/lua/${name}.lua" "${deeper}")
+    list(APPEND preludes "${name}")
+  endforeach()
+  set(preludes "${preludes}" PARENT_SCOPE)
+endfunction()
+
+# The bytes of each prelude as hex and its number of lines; it must end with a newline,
+# so the script after it starts on a line of its own.
+function(read_prelude name)
+  file(READ "${prelude_dir}/${name}.lua" hex HEX)
+  if(NOT hex MATCHES "0a$")
+    message(FATAL_ERROR "embed_lua.cmake: src/core/lua/${name}.lua must end with a newline")
+  endif()
+  string(REGEX MATCHALL ".." bytes "${hex}")
+  list(FILTER bytes INCLUDE REGEX "^0a$")
+  list(LENGTH bytes lines)
+  set("prelude_hex_${name}" "${hex}" PARENT_SCOPE)
+  set("prelude_lines_${name}" "${lines}" PARENT_SCOPE)
+endfunction()
+
+# The helpers each prelude defines (its `local function` names). A script that calls one
+# without asking for its prelude would fail only when it runs (a nonexistent global), and
+# one that defines its own copy is what the preludes are there to prevent: the build
+# refuses both (see check_prelude_calls).
+set(all_preludes "")
+file(GLOB prelude_paths "${prelude_dir}/*.lua")
+foreach(path IN LISTS prelude_paths)
+  get_filename_component(name "${path}" NAME_WE)
+  list(APPEND all_preludes "${name}")
+  file(STRINGS "${path}" defs REGEX "^local function [A-Za-z_][A-Za-z0-9_]*")
+  foreach(def IN LISTS defs)
+    string(REGEX MATCH "^local function ([A-Za-z_][A-Za-z0-9_]*)" _ "${def}")
+    list(APPEND "helpers_of_${name}" "${CMAKE_MATCH_1}")
+  endforeach()
+endforeach()
+
+# Stops the build when src/<script>.lua names a helper of a prelude it does not use.
+function(check_prelude_calls script used_preludes)
+  file(READ "${DLOCK_SOURCE_DIR}/src/${script}.lua" text)
+  foreach(name IN LISTS all_preludes)
+    if(name IN_LIST used_preludes)
+      continue()
+    endif()
+    foreach(helper IN LISTS "helpers_of_${name}")
+      if(text MATCHES "(^|[^A-Za-z0-9_.:])${helper}[ \t]*\\(")
+        message(FATAL_ERROR "embed_lua.cmake: src/${script}.lua calls or defines ${helper}, "
+                            "a helper of src/core/lua/${name}.lua: put the line "
+                            "'-- uses: ${name}' in its header comment instead")
+      endif()
+    endforeach()
+  endforeach()
+endfunction()
+
 # "??x" can be a trigraph in ISO C (-std=c11): break every pair of question marks.
 function(break_trigraphs in out_var)
   set(s "${in}")
@@ -104,7 +212,7 @@ endfunction()
 
 # ---- generate -------------------------------------------------------------------------
 # The comment is a // one: "src/*/*.lua" inside /* */ would end the comment early.
-set(banner "// generated from src/*/*.lua by cmake/embed_lua.cmake; do not edit\n")
+set(banner "// generated from src/*/*.lua and the preludes they use (src/core/lua/*.lua) by cmake/embed_lua.cmake; do not edit\n")
 
 set(ids "")
 set(seen_ids "")
@@ -130,7 +238,21 @@ foreach(script IN LISTS scripts)
     string(APPEND ids ", ${id}")
   endif()
 
-  file(READ "${DLOCK_SOURCE_DIR}/src/${script}.lua" hex HEX)
+  set(preludes "")
+  uses_of("${DLOCK_SOURCE_DIR}/src/${script}.lua" used)
+  add_preludes("${used}" "src/${script}.lua" "")
+  check_prelude_calls("${script}" "${preludes}")
+  set(hex "")
+  set(offset 0)
+  foreach(name IN LISTS preludes)
+    if(NOT DEFINED "prelude_hex_${name}")
+      read_prelude("${name}")
+    endif()
+    string(APPEND hex "${prelude_hex_${name}}")
+    math(EXPR offset "${offset} + ${prelude_lines_${name}}")
+  endforeach()
+  file(READ "${DLOCK_SOURCE_DIR}/src/${script}.lua" script_hex HEX)
+  string(APPEND hex "${script_hex}")
   string(LENGTH "${hex}" hex_len)
   math(EXPR len "${hex_len} / 2") # bytes
   # A list of two-digit hex items: safe from the ';' and '[' ']' of Lua text.
@@ -158,7 +280,13 @@ foreach(script IN LISTS scripts)
     set(body "\n    \"\"")
   endif()
 
-  string(APPEND c_defs "/* src/${script}.lua */\nstatic const char ${var}[] =${body};\n\n")
+  set(origin "src/${script}.lua")
+  if(NOT preludes STREQUAL "")
+    string(REPLACE ";" ", " names "${preludes}")
+    string(APPEND origin " after the preludes ${names} (src/core/lua/): its line L is "
+                         "line L + ${offset} here")
+  endif()
+  string(APPEND c_defs "/* ${origin} */\nstatic const char ${var}[] =${body};\n\n")
   string(APPEND c_table "    [${id}] = {\"${script}\", ${var}, ${len}},\n")
   string(APPEND c_checks
          "_Static_assert(sizeof(${var}) - 1 == ${len}, \"src/${script}.lua: length mismatch\");\n")

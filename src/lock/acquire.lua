@@ -29,40 +29,14 @@
 -- later one to the same channel in the same script passes as well (same user, same
 -- channel).
 
--- A 64-bit integer as Redis writes one (INCR takes nothing else: no sign but '-', no
--- leading zero or space, within range), as two halves that are exact as Lua numbers
--- (doubles, exact only to 2^53): value = high * 10^9 + low, both with the value's sign.
--- nil for anything else.
-local function int64_halves(s)
-    local minus, digits = string.match(s, '^(%-?)([1-9]%d*)$')
-    if not digits then
-        return s == '0' and 0 or nil, 0
-    end
-    local sign = minus == '-' and -1 or 1
-    local high, low = tonumber(string.sub(digits, 1, -10)) or 0, tonumber(string.sub(digits, -9))
-    if #digits > 19 or high > 9223372036 or (high == 9223372036 and low > 854775807 + #minus) then
-        return nil, 0
-    end
-    return sign * high, sign * low
-end
-
--- A 64-bit integer string as a reply: an integer where a Lua number (a double) holds it
--- exactly, below 2^53 = 9007199254740992, else the decimal string (the C side reads both).
-local function int64_reply(s)
-    if math.abs(int64_halves(s)) < 9007199 then
-        return tonumber(s)
-    end
-    return s
-end
+-- uses: int64
 
 local token_key = KEYS[2]
 local token
 if token_key then
     token = redis.call('get', token_key) or '0' -- a key of another type fails here
     if not int64_halves(token) then
-        return redis.error_reply(string.format(
-            'WRONGTYPE %s holds "%s", not a fencing token (a 64-bit integer)', token_key,
-            (string.gsub(string.sub(token, 1, 40), '[^%w%p ]', '?'))))
+        return int64_refusal(token_key, token, 'a fencing token')
     end
 end
 local holds = redis.call('hget', KEYS[1], ARGV[2])

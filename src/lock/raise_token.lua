@@ -11,22 +11,7 @@
 -- counter stays a plain integer string, as Redisson's RFencedLock keeps it; one that holds
 -- anything else is refused, not overwritten. Compared exactly: tokens go to 2^63 - 1.
 
--- A 64-bit integer as Redis writes one (INCR takes nothing else: no sign but '-', no
--- leading zero or space, within range), as two halves that are exact as Lua numbers
--- (doubles, exact only to 2^53): value = high * 10^9 + low, both with the value's sign.
--- nil for anything else.
-local function int64_halves(s)
-    local minus, digits = string.match(s, '^(%-?)([1-9]%d*)$')
-    if not digits then
-        return s == '0' and 0 or nil, 0
-    end
-    local sign = minus == '-' and -1 or 1
-    local high, low = tonumber(string.sub(digits, 1, -10)) or 0, tonumber(string.sub(digits, -9))
-    if #digits > 19 or high > 9223372036 or (high == 9223372036 and low > 854775807 + #minus) then
-        return nil, 0
-    end
-    return sign * high, sign * low
-end
+-- uses: int64
 
 if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
     return 0
@@ -34,9 +19,7 @@ end
 local token = redis.call('get', KEYS[2]) or '0' -- a key of another type fails here
 local now_high, now_low = int64_halves(token)
 if not now_high then
-    return redis.error_reply(string.format(
-        'WRONGTYPE %s holds "%s", not a fencing token (a 64-bit integer)', KEYS[2],
-        (string.gsub(string.sub(token, 1, 40), '[^%w%p ]', '?'))))
+    return int64_refusal(KEYS[2], token, 'a fencing token')
 end
 local floor_high, floor_low = int64_halves(ARGV[2])
 if now_high < floor_high or (now_high == floor_high and now_low < floor_low) then
