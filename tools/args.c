@@ -62,6 +62,10 @@ static bool take_global(int id, const char *option, const char *value) {
     int64_t min = 1;
     switch (id) {
     case GLOBAL_URL:
+        if (!value[0]) { /* every command refuses it alike, before connecting */
+            cli_usage_error("--url: the URL is empty");
+            return false;
+        }
         cli_g.url = value;
         return true;
     case GLOBAL_VERBOSE:

@@ -37,13 +37,15 @@ typedef struct dlock_options {
                                    redis-sentinel://[u:p@]host[:port][,host[:port]...]/MASTER[/db]
                                    rediss-sentinel://... (TLS to sentinels and master),
                                    sentinel_user=, sentinel_password= in the query
-                                   NULL: $DLOCK_URL, else redis://127.0.0.1:6379 */
+                                   NULL: $DLOCK_URL (when set and not empty), else
+                                   redis://127.0.0.1:6379; "" is DLOCK_EINVAL */
     int64_t watchdog_ms;        /* 30000: lease of holds taken without one; renewed every third */
     int renew_batch;            /* 100: leases renewed per script call */
     int64_t timeout_ms;         /* 3000: reply timeout per command */
     int64_t connect_timeout_ms; /* 10000 */
     int retry_attempts;         /* 3: resends of a command whose connection dropped, when safe */
-    int64_t retry_delay_ms;     /* 1000 (jittered): every reconnect waits; doubled up to 8x */
+    int64_t retry_delay_ms;     /* 1000 (1..3600000, jittered): every reconnect waits; doubled
+                                   up to 8x */
     int64_t fair_wait_ms;       /* 5000: how long a silent fair-lock waiter keeps its place */
     void (*log_cb)(int level, const char *msg, void *arg); /* NULL: no logging; loop thread */
     void *log_arg;

@@ -92,11 +92,14 @@ static int take_options(const dlock_options *in, dlock_options *out, dlock__endp
         return dlock__fail(DLOCK_EINVAL, "connect_timeout_ms must be from 1 to DLOCK_MAX_TIME_MS");
     if (out->retry_attempts < 0 || out->retry_attempts > 1000)
         return dlock__fail(DLOCK_EINVAL, "retry_attempts must be from 0 to 1000");
-    if (out->retry_delay_ms < 0 || out->retry_delay_ms > 3600000)
-        return dlock__fail(DLOCK_EINVAL, "retry_delay_ms must be from 0 to 3600000");
+    /* 0 would reconnect a refused connection in a tight loop */
+    if (out->retry_delay_ms < 1 || out->retry_delay_ms > 3600000)
+        return dlock__fail(DLOCK_EINVAL, "retry_delay_ms must be from 1 to 3600000");
     if (out->fair_wait_ms < 3 || out->fair_wait_ms > DLOCK_MAX_TIME_MS)
         return dlock__fail(DLOCK_EINVAL, "fair_wait_ms must be from 3 to DLOCK_MAX_TIME_MS");
     const char *url = out->url;
+    if (url && !url[0]) /* a caller's empty string is a mistake, not "the default" */
+        return dlock__fail(DLOCK_EINVAL, "url is empty (NULL means $DLOCK_URL, else the default)");
     if (!url)
         url = getenv("DLOCK_URL");
     if (!url || !url[0])

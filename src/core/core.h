@@ -165,6 +165,7 @@ struct dlock__link {
      * order the commands were sent (a ring) */
     dlock__sock *sock;
     struct redisReader *reader;
+    size_t reply_elements; /* array elements the reply being read has announced so far */
     dlock__link_expect *expect;
     size_t expect_head, expect_count, expect_cap;
     uint64_t generation;           /* +1 each time a connection is dropped */

@@ -240,6 +240,51 @@ static void dispatch(dlock__link *link, const redisReply *reply) {
         dlock__link_fail(link, DLOCK_ECONN, "the node is a replica now (READONLY)");
 }
 
+/* ---- reading replies ---------------------------------------------------------------------- */
+
+/* hiredis allocates an array's element pointers as soon as its header announces them, so
+ * a few bytes from a broken or hostile peer ("*2000000000") would cost gigabytes. Every
+ * reply may announce at most this many elements in all its arrays (8 MiB of pointers; a
+ * renewal batch of 100,000 leases is far below it); past it the reply is refused, which
+ * costs the connection like any protocol violation. */
+#define REPLY_ELEMENTS_MAX ((size_t)1 << 20)
+
+static redisReplyObjectFunctions capped_functions;
+static void *(*create_array_unbounded)(const redisReadTask *, int);
+
+static void *create_array_capped(const redisReadTask *task, int elements) {
+    dlock__link *link = task->privdata; /* hiredis hands every task its reader's privdata */
+    if (link && elements > 0) {
+        link->reply_elements += (size_t)elements;
+        if (link->reply_elements > REPLY_ELEMENTS_MAX)
+            return NULL; /* the reader stops with an error */
+    }
+    return create_array_unbounded(task, elements);
+}
+
+static void capped_functions_init(void) {
+    redisReader *probe = redisReaderCreate();
+    if (!probe)
+        return;
+    capped_functions = *probe->fn;
+    create_array_unbounded = capped_functions.createArray;
+    capped_functions.createArray = create_array_capped;
+    redisReaderFree(probe);
+}
+
+/* A RESP reader whose arrays are capped (REPLY_ELEMENTS_MAX), reading for link. */
+static redisReader *reader_new(dlock__link *link) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, capped_functions_init);
+    if (!create_array_unbounded)
+        return NULL;
+    redisReader *reader = redisReaderCreateWithFunctions(&capped_functions);
+    if (reader)
+        redisReaderSetPrivdata(reader, link);
+    link->reply_elements = 0;
+    return reader;
+}
+
 /* ---- the sock's hooks --------------------------------------------------------------------- */
 
 static void on_data(void *arg, const char *buf, size_t len) {
@@ -253,12 +298,17 @@ static void on_data(void *arg, const char *buf, size_t len) {
         void *reply = NULL;
         if (redisReaderGetReply(link->reader, &reply) != REDIS_OK) {
             char what[160];
-            snprintf(what, sizeof(what), "%s", link->reader->errstr);
+            if (link->reply_elements > REPLY_ELEMENTS_MAX)
+                snprintf(what, sizeof(what), "a reply announcing more than %zu array elements",
+                         REPLY_ELEMENTS_MAX);
+            else
+                snprintf(what, sizeof(what), "%s", link->reader->errstr);
             dlock__link_protocol_error(link, what, NULL);
             return;
         }
         if (!reply)
             return;
+        link->reply_elements = 0; /* the next reply starts its own count */
         dispatch(link, reply);
         freeReplyObject(reply);
         if (link->generation != generation)
@@ -327,7 +377,7 @@ void dlock__link_connect_to(dlock__link *link, const dlock__endpoint *ep) {
     if (link->resolve) /* the connect timeout bounds the connection, the hook its own time */
         dlock__timer_start(&c->sched, &link->timer, c->opts.connect_timeout_ms);
     char why[200];
-    link->reader = redisReaderCreate();
+    link->reader = reader_new(link);
     if (!link->reader) {
         attempt_failed(link, DLOCK_ECONN, "out of memory");
         return;

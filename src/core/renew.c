@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "core.h"
+#include "reply_shape.h"
 
 enum lease_state { L_PENDING, L_HELD, L_GONE };
 
@@ -144,7 +145,14 @@ static void on_expiry(dlock__timer *t, void *arg) {
 static void on_renewed(dlock_client *c, int status, const dlock__reply *reply, void *arg) {
     renew_batch *b = arg;
     dlock__renew *r = &c->renew;
-    bool answered = status == DLOCK_OK && dlock__reply_count(reply) == b->count;
+    /* a reply of another shape confirms nothing: the expiry timer decides */
+    bool answered =
+        status == DLOCK_OK && dlock__reply_shape_each(&dlock__shape_renewed, reply, b->count);
+    if (status == DLOCK_OK && !answered) {
+        char what[200];
+        dlock__reply_describe(reply, what, sizeof(what));
+        dlock__log(c, DLOCK_LOG_WARN, "renewal of %zu leases: unexpected reply %s", b->count, what);
+    }
     for (size_t i = 0; i < b->count; i++) {
         dlock__lease *l = b->leases[i];
         l->batches_in_flight--;

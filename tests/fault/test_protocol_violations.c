@@ -220,6 +220,21 @@ static void test_garbage_in_place_of_a_reply_is_resent_when_safe_after_the_recon
     close_setup(&s);
 }
 
+/* An array header announcing two billion elements: hiredis would allocate their pointers
+ * (16 GB) before a single element arrived. The link caps what a reply may announce. */
+static void test_a_reply_announcing_a_huge_array_costs_the_connection_not_memory(void **state) {
+    (void)state;
+    test_watchdog_arm(30, __func__);
+    setup s = open_setup();
+    int accepted = reply_injector_accepted(s.injector);
+    static const char huge[] = "*2000000000\r\n*2000000000\r\n";
+    reply_injector_replace(s.injector, "PING", huge, strlen(huge));
+    ASSERT_OK(dlock_client_ping(s.client)); /* resent after the reconnect */
+    expect_reconnected(&s, 1, accepted);
+    expect_violation_logged("announcing more than");
+    close_setup(&s);
+}
+
 static void
 test_garbage_in_place_of_an_acquire_reply_is_econn_and_the_client_recovers(void **state) {
     (void)state;
@@ -311,6 +326,7 @@ int main(void) {
         cmocka_unit_test(
             test_an_unsolicited_reply_costs_the_command_connection_with_every_primitive),
         cmocka_unit_test(test_garbage_in_place_of_a_reply_is_resent_when_safe_after_the_reconnect),
+        cmocka_unit_test(test_a_reply_announcing_a_huge_array_costs_the_connection_not_memory),
         cmocka_unit_test(
             test_garbage_in_place_of_an_acquire_reply_is_econn_and_the_client_recovers),
         cmocka_unit_test(test_a_one_element_message_push_costs_the_subscriber_connection),

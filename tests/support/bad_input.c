@@ -95,10 +95,11 @@ static const int64_t BELOW3_VALUES[] = {2, 1, -1, INT64_MIN, DLOCK_MAX_TIME_MS +
 static const int64_t NONPOS_VALUES[] = {-1000, INT64_MIN, DLOCK_MAX_TIME_MS + 1, INT64_MAX};
 static const int BATCH_VALUES[] = {100001, INT_MAX, -1, INT_MIN};
 static const int ATTEMPTS_VALUES[] = {1001, INT_MAX, INT_MIN};
-static const int64_t DELAY_VALUES[] = {3600001, INT64_MAX, INT64_MIN};
+static const int64_t DELAY_VALUES[] = {0, 3600001, INT64_MAX, INT64_MIN};
 static const size_t SIZE_VALUES[] = {1, offsetof(dlock_options, watchdog_ms) - 1,
                                      sizeof(dlock_options) + 1, SIZE_MAX};
 static const char *const URL_VALUES[] = {
+    "",                                  /* empty: NULL means the environment's URL */
     "rediss://127.0.0.1:6390?color=red", /* an unknown TLS parameter */
     "redis://127.0.0.1:6390?sni=x",      /* a query on a plain TCP URL */
     "redis://127.0.0.1:0",               /* port 0 */
@@ -303,7 +304,7 @@ static void bad_random(bad *b) {
     b->nonpos = rand() % 4 ? rand_negative() : 0;
     b->batch = rand() % 2 ? (int)rand_range(INT_MIN, 0) : (int)rand_range(100001, INT_MAX);
     b->attempts = rand() % 2 ? (int)rand_range(INT_MIN, -1) : (int)rand_range(1001, INT_MAX);
-    b->delay = rand() % 2 ? rand_negative() : rand_range(3600001, INT64_MAX);
+    b->delay = rand() % 2 ? rand_range(INT64_MIN, 0) : rand_range(3600001, INT64_MAX);
     b->size = rand() % 2 ? (size_t)rand_below(offsetof(dlock_options, watchdog_ms))
                          : sizeof(dlock_options) + 1 + (size_t)rand_below(1u << 20);
     b->url = random_bad_url();

@@ -141,7 +141,7 @@ enum value_kind {
     V_NONPOS,   /* timeout_ms, connect_timeout_ms <= 0 */
     V_BATCH,    /* renew_batch outside 1..100000 */
     V_ATTEMPTS, /* retry_attempts outside 0..1000 */
-    V_DELAY,    /* retry_delay_ms outside 0..3600000 */
+    V_DELAY,    /* retry_delay_ms outside 1..3600000 */
     V_SIZE,     /* options.size not set by dlock_options_init */
     V_URL,      /* a URL dlock cannot use */
     V_KINDS

@@ -55,6 +55,8 @@ static void test_bad_options_are_einval_without_io(void **state) {
     BAD(connect_timeout_ms, -1, "connect_timeout_ms");
     BAD(retry_attempts, -1, "retry_attempts");
     BAD(retry_delay_ms, -1, "retry_delay_ms");
+    BAD(retry_delay_ms, 0, "retry_delay_ms"); /* would reconnect in a tight loop */
+    BAD(url, "", "url is empty");
     BAD(fair_wait_ms, 0, "fair_wait_ms");
     BAD(url, "http://x", "scheme");
 #undef BAD
