@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <ev.h> /* the test drives a real libev loop; the core keeps it behind loop.h */
 
 #include "core.h"
 
