@@ -19,91 +19,26 @@
 #include <cmocka.h>
 
 #include "harness.h"
-#include "topology_util.h"
-
-static redis_fixture *master, *replica;
-
-/* The replica has every write of the master: a WAIT of the master's own says so. */
-static void wait_replica_acknowledges(void) {
-    int64_t until = test_now_ms() + slack_ms(10000);
-    while (redis_fixture_int(master, "WAIT 1 100") != 1)
-        if (test_now_ms() > until)
-            fail_msg("the replica never acknowledged the master's writes");
-}
-
-static int group_setup(void **state) {
-    (void)state;
-    test_watchdog_arm(120, "test_sync_replicas");
-    redis_fixture_opts tcp = {.tcp = true};
-    if (redis_fixture_start(&tcp, &master) != 0 || redis_fixture_start(NULL, &replica) != 0)
-        return -1;
-    redisReply *r =
-        redis_fixture_cmd(replica, "REPLICAOF 127.0.0.1 %d", redis_fixture_port(master));
-    freeReplyObject(r);
-    wait_replica_acknowledges();
-    return 0;
-}
-
-static int group_teardown(void **state) {
-    (void)state;
-    redis_fixture_stop(replica);
-    redis_fixture_stop(master);
-    test_watchdog_disarm();
-    return 0;
-}
-
-/* Every test leaves the replica running and in sync. */
-static int resume_replica(void **state) {
-    (void)state;
-    redis_fixture_resume(replica);
-    wait_replica_acknowledges();
-    return 0;
-}
-
-static char *master_url(const char *query) {
-    return topo_asprintf("%s%s", redis_fixture_unix_url(master), query);
-}
+#include "replica_pair.h"
 
 static dlock_client *client_of(const char *url) {
     return connect_client_cfg(NULL, (test_client_cfg){.url = url});
-}
-
-/* ---- the warnings the client logs ----------------------------------------------------------- */
-
-static char warnings[2048];
-static pthread_mutex_t warnings_mu = PTHREAD_MUTEX_INITIALIZER;
-
-static void keep_warnings(int level, const char *msg, void *arg) {
-    (void)arg;
-    if (level != DLOCK_LOG_WARN)
-        return;
-    pthread_mutex_lock(&warnings_mu);
-    size_t len = strlen(warnings);
-    snprintf(warnings + len, sizeof(warnings) - len, "%s\n", msg);
-    pthread_mutex_unlock(&warnings_mu);
-}
-
-static bool warned(const char *part) {
-    pthread_mutex_lock(&warnings_mu);
-    bool found = strstr(warnings, part) != NULL;
-    pthread_mutex_unlock(&warnings_mu);
-    return found;
 }
 
 /* ---- auto --------------------------------------------------------------------------------- */
 
 static void test_auto_acquire_and_release_each_send_wait_1_and_succeed(void **state) {
     (void)state;
-    dlock_client *c = client_of(redis_fixture_unix_url(master));
+    dlock_client *c = client_of(redis_fixture_unix_url(pair_master));
     dlock_lock *l;
     ASSERT_OK(dlock_lock_new(c, "synced", &l));
-    long long waits = command_calls(master, "wait");
+    long long waits = command_calls(pair_master, "wait");
     ASSERT_OK(dlock_lock_acquire(l, 30000));
-    assert_int_equal(command_calls(master, "wait") - waits, 1);
-    assert_int_equal(redis_fixture_int(replica, "EXISTS synced"), 1); /* WAIT 1 returned 1 */
+    assert_int_equal(command_calls(pair_master, "wait") - waits, 1);
+    assert_int_equal(redis_fixture_int(pair_replica, "EXISTS synced"), 1); /* WAIT 1 returned 1 */
     ASSERT_OK(dlock_lock_release(l));
-    assert_int_equal(command_calls(master, "wait") - waits, 2);
-    assert_int_equal(redis_fixture_int(replica, "EXISTS synced"), 0);
+    assert_int_equal(command_calls(pair_master, "wait") - waits, 2);
+    assert_int_equal(redis_fixture_int(pair_replica, "EXISTS synced"), 0);
     dlock_lock_free(l);
     dlock_client_free(c);
 }
@@ -111,11 +46,11 @@ static void test_auto_acquire_and_release_each_send_wait_1_and_succeed(void **st
 static void
 test_acquire_with_the_replica_paused_times_out_naming_0_of_1_and_holds_nothing(void **state) {
     (void)state;
-    dlock_client *c = client_of(redis_fixture_unix_url(master));
+    dlock_client *c = client_of(redis_fixture_unix_url(pair_master));
     dlock_lock *l;
     ASSERT_OK(dlock_lock_new(c, "unacked", &l));
-    assert_int_equal(redis_fixture_pause(replica), 0);
-    long long scripts = script_calls(master);
+    assert_int_equal(redis_fixture_pause(pair_replica), 0);
+    long long scripts = script_calls(pair_master);
     int64_t start = test_now_ms();
     ASSERT_RC(dlock_lock_try_acquire(l, 1500, 30000), DLOCK_ETIMEDOUT);
     int64_t took = test_now_ms() - start;
@@ -124,9 +59,9 @@ test_acquire_with_the_replica_paused_times_out_naming_0_of_1_and_holds_nothing(v
         fail_msg("the error \"%s\" does not say 0 of 1 replicas acknowledged", why);
     if (took < 1400 || took > slack_ms(2600))
         fail_msg("try_acquire(wait 1500) failed after %lld ms", (long long)took);
-    assert_int_equal(redis_fixture_int(master, "EXISTS unacked"), 0);
+    assert_int_equal(redis_fixture_int(pair_master, "EXISTS unacked"), 0);
     /* each attempt waited for its WAIT: an acquire and its give-back per attempt, few */
-    long long ran = script_calls(master) - scripts;
+    long long ran = script_calls(pair_master) - scripts;
     printf("# 1500 ms wait with the replica paused: %lld scripts (acquires and give-backs)\n", ran);
     assert_true(ran >= 2 && ran <= 8);
     dlock_lock_free(l);
@@ -135,17 +70,17 @@ test_acquire_with_the_replica_paused_times_out_naming_0_of_1_and_holds_nothing(v
 
 static void test_a_single_attempt_with_the_replica_paused_holds_nothing(void **state) {
     (void)state;
-    dlock_client *c = client_of(redis_fixture_unix_url(master));
+    dlock_client *c = client_of(redis_fixture_unix_url(pair_master));
     dlock_lock *l;
     ASSERT_OK(dlock_lock_new(c, "unacked-once", &l));
-    assert_int_equal(redis_fixture_pause(replica), 0);
+    assert_int_equal(redis_fixture_pause(pair_replica), 0);
     ASSERT_RC(dlock_lock_try_acquire(l, 0, 30000), DLOCK_ETIMEDOUT);
     assert_non_null(strstr(dlock_last_error(), "0 of 1"));
-    assert_int_equal(redis_fixture_int(master, "EXISTS unacked-once"), 0);
-    assert_int_equal(redis_fixture_resume(replica), 0);
-    wait_replica_acknowledges();
+    assert_int_equal(redis_fixture_int(pair_master, "EXISTS unacked-once"), 0);
+    assert_int_equal(redis_fixture_resume(pair_replica), 0);
+    replica_pair_wait_acknowledged();
     ASSERT_OK(dlock_lock_try_acquire(l, 0, 30000)); /* acknowledged again: it stands */
-    assert_int_equal(redis_fixture_int(master, "EXISTS unacked-once"), 1);
+    assert_int_equal(redis_fixture_int(pair_master, "EXISTS unacked-once"), 1);
     ASSERT_OK(dlock_lock_release(l));
     dlock_lock_free(l);
     dlock_client_free(c);
@@ -153,19 +88,14 @@ static void test_a_single_attempt_with_the_replica_paused_holds_nothing(void **s
 
 static void test_release_with_the_replica_paused_is_ok_frees_the_lock_and_warns(void **state) {
     (void)state;
-    dlock_options o;
-    test_client_cfg cfg = {.url = redis_fixture_unix_url(master)};
-    test_client_options(NULL, &cfg, &o);
-    o.log_cb = keep_warnings;
-    dlock_client *c;
-    ASSERT_OK(dlock_client_new(&o, &c));
+    dlock_client *c = client_keeping_warnings(redis_fixture_unix_url(pair_master));
     dlock_lock *l;
     ASSERT_OK(dlock_lock_new(c, "released-unacked", &l));
     ASSERT_OK(dlock_lock_acquire(l, 30000));
-    assert_int_equal(redis_fixture_pause(replica), 0);
+    assert_int_equal(redis_fixture_pause(pair_replica), 0);
     ASSERT_OK(dlock_lock_release(l));
-    assert_int_equal(redis_fixture_int(master, "EXISTS released-unacked"), 0);
-    assert_true(warned("0 of 1 replicas acknowledged the write"));
+    assert_int_equal(redis_fixture_int(pair_master, "EXISTS released-unacked"), 0);
+    assert_true(warnings_have("0 of 1 replicas acknowledged the write"));
     dlock_lock_free(l);
     dlock_client_free(c);
 }
@@ -189,17 +119,17 @@ static void test_a_standalone_server_gets_no_wait(void **state) {
 
 static void test_sync_replicas_0_sends_no_wait_even_with_the_replica_paused(void **state) {
     (void)state;
-    char *url = master_url("?sync_replicas=0");
+    char *url = replica_pair_url("?sync_replicas=0");
     dlock_client *c = client_of(url);
     dlock_lock *l;
     ASSERT_OK(dlock_lock_new(c, "unsynced", &l));
-    assert_int_equal(redis_fixture_pause(replica), 0);
-    long long waits = command_calls(master, "wait");
+    assert_int_equal(redis_fixture_pause(pair_replica), 0);
+    long long waits = command_calls(pair_master, "wait");
     int64_t start = test_now_ms();
     ASSERT_OK(dlock_lock_try_acquire(l, 0, 30000));
     ASSERT_OK(dlock_lock_release(l));
     assert_true(test_now_ms() - start < 500); /* no WAIT held the connection */
-    assert_int_equal(command_calls(master, "wait") - waits, 0);
+    assert_int_equal(command_calls(pair_master, "wait") - waits, 0);
     dlock_lock_free(l);
     dlock_client_free(c);
     free(url);
@@ -207,7 +137,7 @@ static void test_sync_replicas_0_sends_no_wait_even_with_the_replica_paused(void
 
 static void test_sync_replicas_n_asks_for_n(void **state) {
     (void)state;
-    char *url = master_url("?sync_replicas=2&sync_timeout_ms=200");
+    char *url = replica_pair_url("?sync_replicas=2&sync_timeout_ms=200");
     dlock_client *c = client_of(url);
     dlock_lock *l;
     ASSERT_OK(dlock_lock_new(c, "two", &l));
@@ -217,7 +147,7 @@ static void test_sync_replicas_n_asks_for_n(void **state) {
     assert_non_null(strstr(dlock_last_error(), "1 of 2 replicas acknowledged it within 100 ms"));
     ASSERT_RC(dlock_lock_try_acquire(l, 1000, 30000), DLOCK_ETIMEDOUT);
     assert_non_null(strstr(dlock_last_error(), "1 of 2 replicas acknowledged it within"));
-    assert_int_equal(redis_fixture_int(master, "EXISTS two"), 0);
+    assert_int_equal(redis_fixture_int(pair_master, "EXISTS two"), 0);
     dlock_lock_free(l);
     dlock_client_free(c);
     free(url);
@@ -226,18 +156,20 @@ static void test_sync_replicas_n_asks_for_n(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_auto_acquire_and_release_each_send_wait_1_and_succeed,
-                                  resume_replica),
+                                  replica_pair_resume_teardown),
         cmocka_unit_test_teardown(
             test_acquire_with_the_replica_paused_times_out_naming_0_of_1_and_holds_nothing,
-            resume_replica),
+            replica_pair_resume_teardown),
         cmocka_unit_test_teardown(test_a_single_attempt_with_the_replica_paused_holds_nothing,
-                                  resume_replica),
+                                  replica_pair_resume_teardown),
         cmocka_unit_test_teardown(
-            test_release_with_the_replica_paused_is_ok_frees_the_lock_and_warns, resume_replica),
-        cmocka_unit_test_teardown(test_a_standalone_server_gets_no_wait, resume_replica),
+            test_release_with_the_replica_paused_is_ok_frees_the_lock_and_warns,
+            replica_pair_resume_teardown),
+        cmocka_unit_test_teardown(test_a_standalone_server_gets_no_wait,
+                                  replica_pair_resume_teardown),
         cmocka_unit_test_teardown(test_sync_replicas_0_sends_no_wait_even_with_the_replica_paused,
-                                  resume_replica),
-        cmocka_unit_test_teardown(test_sync_replicas_n_asks_for_n, resume_replica),
+                                  replica_pair_resume_teardown),
+        cmocka_unit_test_teardown(test_sync_replicas_n_asks_for_n, replica_pair_resume_teardown),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, replica_pair_group_setup, replica_pair_group_teardown);
 }
