@@ -11,7 +11,10 @@
  *     command, check the reply against its script's shape (reply_shape.h), judge what it
  *     says; dlock__call_get_count is a GET of the count (absent = 0);
  *   - a call that waits (an acquire, an await) runs in the core's waiting engine; its table
- *     adds what a message means and what to say when the time is up.
+ *     adds what a message means and what to say when the time is up;
+ *   - under ?sync_replicas, an acquisition fewer replicas acknowledged than asked does not
+ *     stand: the class gives it back (give_back) in the same call, and the attempt counts as
+ *     busy; when the wait ends, DLOCK_ETIMEDOUT says how many acknowledged.
  * A primitive writes its keys, its arguments, and what its replies mean; nothing else.
  *
  * The locks have an engine of their own (src/lock). They share with this file the checks
@@ -45,6 +48,19 @@ void dlock__ignore_reply(dlock_client *c, int status, const dlock__reply *reply,
  * arrived>, where <script> answers <its forms>", for a reply that fits no form of shape. */
 int dlock__op_bad_shape(dlock__op *op, const dlock__reply_shape *shape, const dlock__reply *reply,
                         const char *what, const char *key);
+
+/* An acquisition of <what> <key> that fewer replicas acknowledged than acks asked for, about
+ * to be given back: the op's detail says so ("... acquired, but only k of n replicas
+ * acknowledged it within T ms (sync_replicas), so it was given back", or that the WAIT was
+ * refused). Returns what the attempt ends with once it is given back: DLOCK__BUSY (try
+ * again within the wait, DLOCK__GIVE_BACK_RETRY_MS later or on a message), or, for a WAIT
+ * the ACL refuses, DLOCK_ENOPERM (DLOCK_EREDIS for another refusal): no retry would do
+ * better. */
+int dlock__op_unacked(dlock__op *op, const dlock__acks *acks, const char *what, const char *key);
+
+/* After a give-back the waiter looks again this soon (a message may wake it sooner). Each
+ * attempt waits up to sync_timeout_ms for its replicas, so this is never a tight loop. */
+#define DLOCK__GIVE_BACK_RETRY_MS 50
 
 /* ---- the object ------------------------------------------------------------------------- */
 
@@ -124,8 +140,17 @@ typedef struct dlock__call_class {
     /* or, for an object that hands out amounts and publishes the count available
      * (dlock__message_count), how much this waiter needs (see dlock__wait_ops); */
     int64_t (*need)(const dlock__waiter *w);
-    /* and the op's detail for DLOCK_ETIMEDOUT. */
+    /* and the op's detail for DLOCK_ETIMEDOUT (unless the last attempt was given back: then
+     * the detail says how many replicas acknowledged it). */
     void (*timed_out)(dlock__call *call);
+    /* A call that waits and takes something (an acquire): each attempt's script is followed
+     * by the WAIT ?sync_replicas asks for, cut to the wait's deadline (dlock__script_acked).
+     * An attempt judged DLOCK_OK that fewer replicas acknowledged than asked is undone by
+     * give_back: send, with dlock__call_script, what gives back what the attempt took (object.c
+     * sends it with DLOCK__CMD_NO_WAIT, and its reply ends the attempt). DLOCK_OK or the
+     * error it could not be sent with. NULL: the take stands however few acknowledged it (a
+     * warning is logged), as every other write does. */
+    int (*give_back)(dlock__call *call);
 } dlock__call_class;
 
 /* What a public call asks for: which call, with what. */
@@ -148,6 +173,9 @@ struct dlock__call {
     dlock__shape_values got; /* the reply's form and values, when the class has a shape */
     int sends;       /* in judge: how many times the command answered was sent (> 1: resent) */
     int64_t hint_ms; /* judge may lower it: DLOCK__RECHECK_MS when it starts */
+    /* While give_back's command is in flight: what the attempt ends with once it answers
+     * (DLOCK__BUSY, or the error of a refused WAIT); DLOCK_OK otherwise. */
+    int giving_back;
     dlock__waiter waiter;
     dlock__wait_ops wait_ops; /* the engine's table for this call, from its class */
     dlock__user_cb cb;        /* the async face: the user's callback (see deliver) and its arg */
@@ -177,8 +205,8 @@ int dlock__call_submit(dlock__call *call);
 
 /* ---- inside a call class ---------------------------------------------------------------- */
 
-/* For send: EVALSHA of script with a's args (nkeys keys first), or GET of the object's
- * name (safe to resend). The contract of dlock__script. */
+/* For send (and give_back): EVALSHA of script with a's args (nkeys keys first), or GET of
+ * the object's name (safe to resend). The contract of dlock__script. */
 int dlock__call_script(dlock__call *call, enum dlock__script_id script, unsigned flags, int nkeys,
                        const dlock__args *a);
 int dlock__call_get(dlock__call *call);

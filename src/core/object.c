@@ -3,9 +3,17 @@
  *
  * A call is a dlock__op with the object, its class and its inputs. It starts on the loop
  * thread (call_start): one that waits goes into the waiting engine, whose attempts send
- * the class's command; any other sends it once. Every reply comes to on_reply, which
- * judges it with the class and ends the call, or hands the result to the engine. So a
- * reply branch cannot forget to end its op or its wait: there is one. */
+ * the class's command; any other sends it once. Every reply comes to on_reply (or, for a
+ * class that gives back, on_acked_reply), which judges it with the class and ends the call,
+ * or hands the result to the engine. So a reply branch cannot forget to end its op or its
+ * wait: there is one.
+ *
+ * Under ?sync_replicas, a class with give_back (an acquire) gets its replicas'
+ * acknowledgement with the reply. An attempt that took something fewer replicas
+ * acknowledged than asked does not stand: the class's give_back goes out at once, with no
+ * WAIT of its own (what it undoes was never the caller's), and its reply ends the attempt
+ * as busy, DLOCK__GIVE_BACK_RETRY_MS. The wait goes on; when it ends, the op's detail still
+ * says how many acknowledged. */
 #include <string.h>
 
 #include "dlock_object.h"
@@ -35,6 +43,22 @@ int dlock__op_bad_shape(dlock__op *op, const dlock__reply_shape *shape, const dl
     char text[200];
     return dlock__op_fail(op, DLOCK_EREDIS, "%s %s: unexpected reply from Redis: %s", what, key,
                           dlock__reply_shape_mismatch(shape, reply, text, sizeof(text)));
+}
+
+int dlock__op_unacked(dlock__op *op, const dlock__acks *acks, const char *what, const char *key) {
+    if (!acks->wait_error) {
+        dlock__op_fail(op, DLOCK_ETIMEDOUT,
+                       "%s %s: acquired, but only %d of %d replicas acknowledged it within %lld "
+                       "ms (sync_replicas), so it was given back",
+                       what, key, acks->acked, acks->asked, (long long)acks->timeout_ms);
+        return DLOCK__BUSY;
+    }
+    const char *refusal = dlock__reply_str(acks->wait_error, NULL);
+    dlock__op_fail(op, DLOCK_EREDIS,
+                   "%s %s: WAIT refused (%s), so the acquisition was given back; grant +wait or "
+                   "set sync_replicas=0",
+                   what, key, refusal);
+    return strncmp(refusal, "NOPERM", 6) == 0 ? DLOCK_ENOPERM : DLOCK_EREDIS;
 }
 
 /* ---- the object ------------------------------------------------------------------------- */
@@ -129,24 +153,66 @@ static int judge(dlock__call *call, const dlock__reply *reply) {
     return cls->judge ? cls->judge(call, reply) : DLOCK_OK;
 }
 
-static void on_reply(dlock_client *c, int status, const dlock__reply *reply, void *arg) {
-    dlock__call *call = arg;
-    if (status != DLOCK_OK) {
-        dlock__op_fail_reply(&call->op, status, reply);
-        call_result(call, status);
-        return;
-    }
+/* A reply of the class's command: its failure, or what the class makes of it. */
+static int judge_reply(dlock_client *c, dlock__call *call, int status, const dlock__reply *reply) {
+    if (status != DLOCK_OK)
+        return dlock__op_fail_reply(&call->op, status, reply);
     call->sends = dlock__reply_sends(c);
     call->hint_ms = DLOCK__RECHECK_MS; /* no TTL to hint with: look again in case a
                                           message was lost */
     status = judge(call, reply);
-    call_result(call, status);
+    if (status == DLOCK__BUSY)
+        call->op.error_text[0] = '\0'; /* not there: whatever an attempt before it said */
+    return status;
+}
+
+static void on_reply(dlock_client *c, int status, const dlock__reply *reply, void *arg) {
+    dlock__call *call = arg;
+    call_result(call, judge_reply(c, call, status, reply));
+}
+
+/* ---- an acquisition too few replicas acknowledged ---------------------------------------- */
+
+static void on_given_back(dlock_client *c, int status, const dlock__reply *reply, void *arg) {
+    (void)c;
+    dlock__call *call = arg;
+    int ends = call->giving_back;
+    call->giving_back = DLOCK_OK;
+    if (status != DLOCK_OK) /* ECONN: what the attempt took may stay (the class's header) */
+        ends = dlock__op_fail_reply(&call->op, status, reply);
+    call->hint_ms = DLOCK__GIVE_BACK_RETRY_MS;
+    call_result(call, ends);
+}
+
+static void give_back(dlock__call *call, const dlock__acks *acks) {
+    call->giving_back = dlock__op_unacked(&call->op, acks, call->obj->cls->what, call->obj->name);
+    int rc = call->cls->give_back(call);
+    if (rc != DLOCK_OK) {
+        call->giving_back = DLOCK_OK;
+        call_result(call, dlock__op_fail(&call->op, rc, "%s", dlock_strerror(rc)));
+    }
+}
+
+static void on_acked_reply(dlock_client *c, int status, const dlock__reply *reply,
+                           const dlock__acks *acks, void *arg) {
+    dlock__call *call = arg;
+    status = judge_reply(c, call, status, reply);
+    if (status == DLOCK_OK && acks->acked < acks->asked)
+        give_back(call, acks);
+    else
+        call_result(call, status);
 }
 
 int dlock__call_script(dlock__call *call, enum dlock__script_id script, unsigned flags, int nkeys,
                        const dlock__args *a) {
-    return dlock__script(call->obj->handle.client, script, flags, on_reply, call, nkeys, a->n, a->v,
-                         a->len);
+    dlock_client *c = call->obj->handle.client;
+    if (call->giving_back)
+        return dlock__script(c, script, flags | DLOCK__CMD_NO_WAIT, on_given_back, call, nkeys,
+                             a->n, a->v, a->len);
+    if (call->cls->give_back)
+        return dlock__script_acked(c, script, flags, call->waiter.deadline_ms, on_acked_reply, call,
+                                   nkeys, a->n, a->v, a->len);
+    return dlock__script(c, script, flags, on_reply, call, nkeys, a->n, a->v, a->len);
 }
 
 int dlock__call_get(dlock__call *call) {
@@ -172,7 +238,8 @@ static void call_attempt(dlock__waiter *w) {
 
 static void call_done(dlock__waiter *w, int status) {
     dlock__call *call = DLOCK__CONTAINER_OF(w, dlock__call, waiter);
-    if (status == DLOCK_ETIMEDOUT && call->cls->timed_out)
+    /* a detail is there only when the last attempt was given back: it says why */
+    if (status == DLOCK_ETIMEDOUT && call->cls->timed_out && !call->op.error_text[0])
         call->cls->timed_out(call);
     dlock__op_end(&call->op, status);
 }

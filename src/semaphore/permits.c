@@ -12,7 +12,12 @@
  * The client draws a permit's id (16 random bytes) before its first attempt, so every
  * call is safe to resend: an acquire that finds its id already holding a permit was
  * applied by an earlier send. A waiter on an empty pool is told when the earliest lease
- * ends and looks again then, not later. */
+ * ends and looks again then, not later.
+ *
+ * Under ?sync_replicas, a permit taken that fewer replicas acknowledged than asked is
+ * released at once by its id (in the same call; the next attempt draws on the same id) and
+ * the attempt counts as busy (object.c); every other write stands, with a warning in the
+ * log. */
 #include "dlock/semaphore.h"
 #include "dlock_object.h"
 
@@ -102,13 +107,13 @@ void dlock_permits_free(dlock_permits *p) {
 
 /* Every permits.lua call: the three keys, the operation, its arguments. All are safe to
  * resend (see above). */
-static int send_permits(dlock__call *call) {
+static int send_op(dlock__call *call, enum permits_op op) {
     dlock__args a = {0};
     dlock__args_str(&a, call->obj->name);
     dlock__args_str(&a, call->obj->keys[0]);
     dlock__args_str(&a, call->obj->channel);
-    dlock__args_str(&a, op_names[call->kind]);
-    switch ((enum permits_op)call->kind) {
+    dlock__args_str(&a, op_names[op]);
+    switch (op) {
     case OP_SET:
         dlock__args_int(&a, call->number);
         break;
@@ -124,6 +129,10 @@ static int send_permits(dlock__call *call) {
         break;
     }
     return dlock__call_script(call, DLOCK__SCRIPT_SEMAPHORE_PERMITS, DLOCK__CMD_RETRY_SAFE, 3, &a);
+}
+
+static int send_permits(dlock__call *call) {
+    return send_op(call, (enum permits_op)call->kind);
 }
 
 /* set: 1 or 0; available: the count. */
@@ -171,6 +180,11 @@ static void acquire_timed_out(dlock__call *call) {
                    call->obj->name);
 }
 
+/* A permit taken that too few replicas acknowledged: released by its id. */
+static int give_back_permit(dlock__call *call) {
+    return send_op(call, OP_RELEASE);
+}
+
 static const dlock__call_class acquire_call = {
     .send = send_permits,
     .shape = &dlock__shape_permits_acquire,
@@ -178,6 +192,7 @@ static const dlock__call_class acquire_call = {
     .waits = true,
     .need = need_one,
     .timed_out = acquire_timed_out,
+    .give_back = give_back_permit,
 };
 
 /* ---- the public calls ------------------------------------------------------------------- */

@@ -14,7 +14,11 @@
  *
  * acquire, release, add and drain change a bare count that carries no request id, so a
  * command whose reply was lost with its connection is not sent again: the caller gets
- * DLOCK_ECONN and the permits may or may not have moved (semaphore.h says so). */
+ * DLOCK_ECONN and the permits may or may not have moved (semaphore.h says so).
+ *
+ * Under ?sync_replicas, permits taken that fewer replicas acknowledged than asked are
+ * released at once (sem_release, in the same call) and the attempt counts as busy
+ * (object.c); every other write stands, with a warning in the log. */
 #include "dlock/semaphore.h"
 #include "dlock_object.h"
 
@@ -45,16 +49,20 @@ void dlock_semaphore_free(dlock_semaphore *s) {
 
 /* try_set, add, release (KEYS N, channel; ARGV permits) and drain (KEYS N): one number
  * back, try_set's 1 or 0, the count after add or release, what drain took. */
-static int send_script(dlock__call *call) {
+static int send_script_of(dlock__call *call, enum dlock__script_id script) {
     dlock__args a = {0};
     dlock__args_str(&a, call->obj->name);
-    if (call->kind == DLOCK__SCRIPT_SEMAPHORE_SEM_DRAIN)
-        return dlock__call_script(call, call->kind, 0, 1, &a);
+    if (script == DLOCK__SCRIPT_SEMAPHORE_SEM_DRAIN)
+        return dlock__call_script(call, script, 0, 1, &a);
     dlock__args_str(&a, call->obj->channel);
     dlock__args_int(&a, call->number);
     /* only setting-if-absent may run twice without harm */
-    bool once = call->kind == DLOCK__SCRIPT_SEMAPHORE_SEM_TRY_SET;
-    return dlock__call_script(call, call->kind, once ? DLOCK__CMD_RETRY_SAFE : 0, 2, &a);
+    bool once = script == DLOCK__SCRIPT_SEMAPHORE_SEM_TRY_SET;
+    return dlock__call_script(call, script, once ? DLOCK__CMD_RETRY_SAFE : 0, 2, &a);
+}
+
+static int send_script(dlock__call *call) {
+    return send_script_of(call, (enum dlock__script_id)call->kind);
 }
 
 static const dlock__call_class try_set_call = {.send = send_script,
@@ -86,6 +94,12 @@ static void acquire_timed_out(dlock__call *call) {
                    (long long)call->number, call->obj->name);
 }
 
+/* Permits taken that too few replicas acknowledged: released (sem_release publishes, so a
+ * waiter the take kept out is told). */
+static int give_back_permits(dlock__call *call) {
+    return send_script_of(call, DLOCK__SCRIPT_SEMAPHORE_SEM_RELEASE);
+}
+
 /* A message carries the count available: it wakes the oldest waiters whose needs fit. */
 static const dlock__call_class acquire_call = {
     .send = send_acquire,
@@ -94,6 +108,7 @@ static const dlock__call_class acquire_call = {
     .waits = true,
     .need = need_permits,
     .timed_out = acquire_timed_out,
+    .give_back = give_back_permits,
 };
 
 /* ---- the public calls ------------------------------------------------------------------- */
