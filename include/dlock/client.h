@@ -117,6 +117,41 @@ DLOCK_EXTERN int dlock_client_ping(dlock_client *c);
 typedef void (*dlock_client_cb)(dlock_client *c, int status, void *arg);
 DLOCK_EXTERN int dlock_client_ping_async(dlock_client *c, dlock_client_cb cb, void *arg);
 
+/* What a client is doing and has been through, for monitoring: a snapshot filled by
+ * dlock_client_stats(). Gauges say how things are now; counters only grow, from the
+ * moment the client was made. docs/monitoring.md says which ones to alert on. */
+typedef struct dlock_stats {
+    size_t size; /* set by dlock_stats_init; lets fields be added later */
+    /* gauges */
+    int64_t calls_in_flight; /* calls submitted whose result is not delivered yet (waits too) */
+    int64_t waits;           /* calls waiting for a busy object to be given back */
+    int64_t leases_held;     /* leases the watchdog renews (holds taken without a lease) */
+    int64_t subscriptions;   /* channels the subscriber connection is subscribed to */
+    /* counters */
+    uint64_t renewals_sent;     /* lease renewals sent (one per lease per watchdog tick) */
+    uint64_t renewals_late;     /* renewals confirmed more than watchdog_ms/3 after they were due */
+    int64_t renewal_lag_max_ms; /* the worst lag seen: confirmation time minus due time,
+                                   where due = the previous confirmation's send time +
+                                   watchdog_ms/3; the lease is lost at 2 x watchdog_ms/3 */
+    uint64_t leases_lost;       /* leases found gone or not confirmed in time (lost callbacks) */
+    uint64_t reconnects;        /* command and subscriber connections made ready again */
+    uint64_t messages;          /* pub/sub messages received */
+} dlock_stats;
+
+/* Readies *s for dlock_client_stats(): zeroes it and sets s->size. No I/O; any thread.
+ * NULL is a no-op.
+ *
+ * Returns: nothing. */
+DLOCK_EXTERN void dlock_stats_init(dlock_stats *s);
+
+/* Fills *out with c's gauges and counters. Cheap (a few atomic loads, no lock, no I/O, never
+ * waits for the loop): fine to call every second, from any thread, the loop thread and
+ * dlock callbacks included. The fields are read one by one, not as one atomic snapshot. The
+ * caller owns out.
+ *
+ * Returns: DLOCK_OK; DLOCK_EINVAL (NULL c or out, out->size not set by dlock_stats_init). */
+DLOCK_EXTERN int dlock_client_stats(dlock_client *c, dlock_stats *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -9,7 +9,7 @@
  * circle; a lower file that must reach up is given a hook (the connect outcome is the
  * client's hook on the conn). scripts/check-layers.py (`make lint`) reads this table:
  *
- *   layer base:      alloc error log random map owner url url_sentinel loop_ev sched
+ *   layer base:      alloc error log random map owner url url_sentinel loop_ev sched stats
  *   layer transport: tls sock reply reply_shape link sentinel script replicas conn pubsub
  *   layer engines:   op_error submit wait handle renew object
  *   layer client:    client client_timer
@@ -357,6 +357,33 @@ void dlock__submit_close(dlock__submit *s, dlock_client *c); /* completes queued
  * under the lock that orders it before the handle's free). */
 #define DLOCK__HANDLE_CLOSED_TEXT "the handle has been freed: it takes no more calls"
 
+/* ---- monitoring counters (stats.c) ------------------------------------------------------ */
+
+/* dlock_client_stats()'s numbers: atomics written on the loop thread (calls_in_flight from
+ * any thread) and read from any thread. */
+enum dlock__stat {
+    DLOCK__STAT_CALLS, /* gauges */
+    DLOCK__STAT_WAITS,
+    DLOCK__STAT_LEASES_HELD,
+    DLOCK__STAT_SUBSCRIPTIONS,
+    DLOCK__STAT_RENEWALS_SENT, /* counters */
+    DLOCK__STAT_RENEWALS_LATE,
+    DLOCK__STAT_RENEWAL_LAG_MAX,
+    DLOCK__STAT_LEASES_LOST,
+    DLOCK__STAT_RECONNECTS,
+    DLOCK__STAT_MESSAGES,
+    DLOCK__STAT_COUNT
+};
+
+typedef struct dlock__stats {
+    _Atomic int64_t v[DLOCK__STAT_COUNT];
+} dlock__stats;
+
+void dlock__stat_add(dlock_client *c, enum dlock__stat which, int64_t delta);
+void dlock__stat_set(dlock_client *c, enum dlock__stat which, int64_t value);
+/* A renewal confirmed lag_ms after it was due: the worst lag, and late past late_ms. */
+void dlock__stat_renewal(dlock_client *c, int64_t lag_ms, int64_t late_ms);
+
 /* ---- the client (client.c) -------------------------------------------------------------- */
 
 struct dlock_client {
@@ -383,6 +410,7 @@ struct dlock_client {
     dlock__renew renew;
     char (*script_sha)[41]; /* DLOCK__SCRIPT_COUNT entries; "" until loaded */
     dlock__map shared;      /* object key -> state shared by its handles */
+    dlock__stats stats;     /* dlock_client_stats() */
 
     /* dlock_client_new waits here for the first connection's outcome */
     pthread_mutex_t ready_mu;

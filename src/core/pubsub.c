@@ -51,7 +51,14 @@ static void on_sub_reply(dlock__link *link, const dlock__reply *reply, void *arg
 /* What a command's answer must be: the arg of its dlock__link_send. */
 static const char SUBSCRIBE_VERB[] = "subscribe", UNSUBSCRIBE_VERB[] = "unsubscribe";
 
+/* For dlock_client_stats: ch stops counting as subscribed (it was active). */
+static void leave_active(dlock__pubsub *ps, const channel *ch) {
+    if (ch->state == CH_ACTIVE)
+        dlock__stat_add(ps->link.client, DLOCK__STAT_SUBSCRIPTIONS, -1);
+}
+
 static void channel_free(dlock__pubsub *ps, channel *ch) {
+    leave_active(ps, ch);
     dlock__map_remove(&ps->channels, ch->name);
     dlock__free(ch->name);
     dlock__free(ch);
@@ -120,6 +127,7 @@ static bool on_push(dlock__link *link, const dlock__reply *reply) {
         dlock__link_protocol_error(link, "a message push of the wrong shape", reply);
         return true;
     }
+    dlock__stat_add(link->client, DLOCK__STAT_MESSAGES, 1);
     deliver(pubsub_of(link), reply->element[want - 2], reply->element[want - 1]);
     return true;
 }
@@ -155,6 +163,7 @@ static void on_sub_reply(dlock__link *link, const dlock__reply *reply, void *arg
     if (verb == SUBSCRIBE_VERB) {
         if (ch->state == CH_SUBSCRIBING) {
             ch->state = CH_ACTIVE;
+            dlock__stat_add(ps->link.client, DLOCK__STAT_SUBSCRIPTIONS, 1);
             notify_ready(ch);
         }
     } else if (ch->state == CH_UNSUBSCRIBING) {
@@ -213,8 +222,10 @@ static void each_channel(dlock__pubsub *ps, void (*fn)(dlock__pubsub *ps, channe
 static void reset_channel(dlock__pubsub *ps, channel *ch) {
     if (ch->nlisteners == 0)
         channel_free(ps, ch);
-    else if (ch->state != CH_REFUSED)
+    else if (ch->state != CH_REFUSED) {
+        leave_active(ps, ch);
         ch->state = CH_IDLE;
+    }
 }
 
 static void find_oldest_subscribing(const char *key, void *value, void *arg) {
@@ -324,6 +335,7 @@ void dlock__unlisten(dlock_client *c, dlock__listener *l) {
         return;
     dlock__pubsub *ps = &c->pubsub;
     if ((ch->state == CH_ACTIVE || ch->state == CH_SUBSCRIBING) && ps->link.state == LINK_READY) {
+        leave_active(ps, ch);
         ch->state = CH_UNSUBSCRIBING;
         send_one(ps, "UNSUBSCRIBE", ch);
     } else if (ch->state != CH_UNSUBSCRIBING) {

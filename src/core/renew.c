@@ -61,6 +61,7 @@ static void unlink_lease(dlock__renew *r, dlock__lease *l) {
         else
             r->held_tail = l->prev;
         r->held_count--;
+        dlock__stat_set(l->client, DLOCK__STAT_LEASES_HELD, (int64_t)r->held_count);
     } else if (l->state == L_PENDING) {
         if (l->prev)
             l->prev->next = l->next;
@@ -90,6 +91,7 @@ static void insert_held(dlock__renew *r, dlock__lease *l) {
         r->held_head = l;
     l->state = L_HELD;
     r->held_count++;
+    dlock__stat_set(l->client, DLOCK__STAT_LEASES_HELD, (int64_t)r->held_count);
 }
 
 static void lease_free(dlock__lease *l) {
@@ -123,6 +125,7 @@ static void declare_lost(dlock__renew *r, dlock__lease *l, int reason, const cha
     unlink_lease(r, l);
     l->state = L_GONE;
     l->lost_reason = reason;
+    dlock__stat_add(l->client, DLOCK__STAT_LEASES_LOST, 1);
     l->ops->lost(l, l->owner_ctx);
     if (l->batches_in_flight == 0)
         lease_free(l);
@@ -141,6 +144,15 @@ static void on_expiry(dlock__timer *t, void *arg) {
 }
 
 /* ---- renewal ---------------------------------------------------------------------------- */
+
+/* For dlock_client_stats: how long after it was due l's renewal is confirmed now. It was
+ * due a tick period after the send of the previous confirmation; a lag of one more period
+ * leaves the lease a third of its time (late), and of two loses it. */
+static void note_renewal_lag(dlock_client *c, const dlock__lease *l) {
+    int64_t previous_sent = l->confirmed_until_ms - c->opts.watchdog_ms + lost_margin_ms(c);
+    int64_t lag = dlock__now_ms() - (previous_sent + tick_period_ms(c));
+    dlock__stat_renewal(c, lag > 0 ? lag : 0, tick_period_ms(c));
+}
 
 static void on_renewed(dlock_client *c, int status, const dlock__reply *reply, void *arg) {
     renew_batch *b = arg;
@@ -165,6 +177,7 @@ static void on_renewed(dlock_client *c, int status, const dlock__reply *reply, v
             continue; /* unconfirmed: the expiry timer decides */
         if (dlock__reply_int(dlock__reply_at(reply, i)) == 1) {
             int64_t until = b->sent_ms + c->opts.watchdog_ms - lost_margin_ms(c);
+            note_renewal_lag(c, l);
             if (until > l->confirmed_until_ms) {
                 unlink_lease(r, l);
                 l->confirmed_until_ms = until;
@@ -206,6 +219,7 @@ static void send_batch(dlock_client *c, enum dlock__script_id script, renew_batc
     dlock__free(lens);
     if (rc == DLOCK_OK) {
         c->renew.renew_calls++;
+        dlock__stat_add(c, DLOCK__STAT_RENEWALS_SENT, (int64_t)b->count);
         for (size_t i = 0; i < b->count; i++)
             b->leases[i]->batches_in_flight++;
     } else {

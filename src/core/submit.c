@@ -83,6 +83,7 @@ int dlock__op_submit(dlock__op *op) {
     else
         s->head = op;
     s->tail = op;
+    dlock__stat_add(c, DLOCK__STAT_CALLS, 1);
     pthread_mutex_unlock(&s->mu);
     if (was_empty)
         dlock__loop_wake_send(c->loop, &s->wakeup);
@@ -90,6 +91,7 @@ int dlock__op_submit(dlock__op *op) {
 }
 
 void dlock__op_complete(dlock__op *op, int status) {
+    dlock__stat_add(op->client, DLOCK__STAT_CALLS, -1); /* before: complete may free op */
     op->status = status;
     if (status != DLOCK_OK && !op->error_text[0])
         dlock__op_fail_reply(op, status, NULL);

@@ -332,6 +332,7 @@ static void finish(dlock__waiter *w, int status) {
         w->woken = false; /* the wake was used */
     leave(w);
     w->state = W_DONE;
+    dlock__stat_add(w->client, DLOCK__STAT_WAITS, -1);
     w->ops->done(w, status);
 }
 
@@ -352,6 +353,7 @@ static void start(dlock__waiter *w, dlock_client *c, dlock__handle *h, const dlo
     dlock__timer_init(&w->timer, on_timer, w);
     if (!channel)
         no_channel_link(w);
+    dlock__stat_add(c, DLOCK__STAT_WAITS, 1);
     attempt(w);
 }
 

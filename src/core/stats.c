@@ -1,0 +1,60 @@
+/* stats.c — the client's monitoring numbers: gauges and counters kept in atomics, so that
+ * dlock_client_stats() reads them from any thread without a lock and without the loop.
+ *
+ * The loop thread writes every one but calls_in_flight, which the submitting threads raise
+ * too. Relaxed order is enough: each number stands alone, and a reader wants it recent, not
+ * ordered against the others. */
+#include <stddef.h>
+#include <string.h>
+
+#include "core.h"
+
+void dlock__stat_add(dlock_client *c, enum dlock__stat which, int64_t delta) {
+    atomic_fetch_add_explicit(&c->stats.v[which], delta, memory_order_relaxed);
+}
+
+void dlock__stat_set(dlock_client *c, enum dlock__stat which, int64_t value) {
+    atomic_store_explicit(&c->stats.v[which], value, memory_order_relaxed);
+}
+
+void dlock__stat_renewal(dlock_client *c, int64_t lag_ms, int64_t late_ms) {
+    _Atomic int64_t *worst = &c->stats.v[DLOCK__STAT_RENEWAL_LAG_MAX];
+    if (lag_ms > atomic_load_explicit(worst, memory_order_relaxed))
+        atomic_store_explicit(worst, lag_ms, memory_order_relaxed); /* one writer: the loop */
+    if (lag_ms > late_ms)
+        dlock__stat_add(c, DLOCK__STAT_RENEWALS_LATE, 1);
+}
+
+void dlock_stats_init(dlock_stats *s) {
+    if (!s)
+        return;
+    memset(s, 0, sizeof(*s));
+    s->size = sizeof(*s);
+}
+
+static int64_t stat_of(dlock_client *c, enum dlock__stat which) {
+    return atomic_load_explicit(&c->stats.v[which], memory_order_relaxed);
+}
+
+int dlock_client_stats(dlock_client *c, dlock_stats *out) {
+    if (!c || !out)
+        return dlock__fail(DLOCK_EINVAL, "dlock_client_stats: NULL client or stats");
+    /* a caller built against an older header passes a smaller size: fill what it has */
+    if (out->size < offsetof(dlock_stats, leases_held) || out->size > sizeof(*out))
+        return dlock__fail(DLOCK_EINVAL, "stats.size is not set: call dlock_stats_init");
+    dlock_stats s;
+    memset(&s, 0, sizeof(s));
+    s.calls_in_flight = stat_of(c, DLOCK__STAT_CALLS);
+    s.waits = stat_of(c, DLOCK__STAT_WAITS);
+    s.leases_held = stat_of(c, DLOCK__STAT_LEASES_HELD);
+    s.subscriptions = stat_of(c, DLOCK__STAT_SUBSCRIPTIONS);
+    s.renewals_sent = (uint64_t)stat_of(c, DLOCK__STAT_RENEWALS_SENT);
+    s.renewals_late = (uint64_t)stat_of(c, DLOCK__STAT_RENEWALS_LATE);
+    s.renewal_lag_max_ms = stat_of(c, DLOCK__STAT_RENEWAL_LAG_MAX);
+    s.leases_lost = (uint64_t)stat_of(c, DLOCK__STAT_LEASES_LOST);
+    s.reconnects = (uint64_t)stat_of(c, DLOCK__STAT_RECONNECTS);
+    s.messages = (uint64_t)stat_of(c, DLOCK__STAT_MESSAGES);
+    memcpy((char *)out + sizeof(out->size), (const char *)&s + sizeof(s.size),
+           out->size - sizeof(out->size));
+    return DLOCK_OK;
+}
