@@ -8,6 +8,7 @@
  *     "0 of 1", the permits are back on the master (no permit id left in {N}:timeout), and
  *     the attempts were few (no tight loop);
  *   the replica resumed while an acquire waits: the acquire gets its permit within its wait;
+ *   a WAIT the ACL refuses: an acquire gives its permits back and is DLOCK_ENOPERM;
  *   a release with the replica paused is DLOCK_OK, the permits are back, a warning logged. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -172,6 +173,30 @@ static void test_an_acquire_gets_its_permit_once_the_replica_is_back_within_its_
     dlock_client_free(c);
 }
 
+/* ---- a WAIT the ACL refuses ------------------------------------------------------------- */
+
+static void test_a_wait_the_acl_refuses_gives_the_permits_back_and_is_enoperm(void **state) {
+    (void)state;
+    freeReplyObject(redis_fixture_cmd(pair_master, "ACL SETUSER nowait on >pw ~* &* +@all -wait"));
+    char *url = replica_pair_url("?user=nowait&password=pw");
+    dlock_client *c = connect_client_cfg(NULL, (test_client_cfg){.url = url});
+    dlock_semaphore *s = semaphore_with(c, "sem-nowait", 2); /* stands, unacknowledged */
+    dlock_permits *p = permits_with(c, "pm-nowait", 2);
+    ASSERT_RC(dlock_semaphore_try_acquire(s, 1, 30000), DLOCK_ENOPERM);
+    assert_non_null(strstr(dlock_last_error(), "WAIT refused"));
+    assert_non_null(strstr(dlock_last_error(), "given back"));
+    dlock_permit_id id;
+    ASSERT_RC(dlock_permits_acquire(p, 30000, 60000, &id), DLOCK_ENOPERM);
+    assert_int_equal(redis_fixture_int(pair_master, "GET sem-nowait"), 2);
+    assert_int_equal(redis_fixture_int(pair_master, "GET pm-nowait"), 2);
+    assert_int_equal(redis_fixture_int(pair_master, "ZCARD {pm-nowait}:timeout"), 0);
+    dlock_permits_free(p);
+    dlock_semaphore_free(s);
+    dlock_client_free(c);
+    free(url);
+    freeReplyObject(redis_fixture_cmd(pair_master, "ACL DELUSER nowait"));
+}
+
 /* ---- the replica paused: other writes stand --------------------------------------------- */
 
 static void test_releases_with_the_replica_paused_are_ok_and_warn(void **state) {
@@ -213,6 +238,8 @@ int main(void) {
         cmocka_unit_test_teardown(
             test_an_acquire_gets_its_permit_once_the_replica_is_back_within_its_wait,
             replica_pair_resume_teardown),
+        cmocka_unit_test_teardown(test_a_wait_the_acl_refuses_gives_the_permits_back_and_is_enoperm,
+                                  replica_pair_resume_teardown),
         cmocka_unit_test_teardown(test_releases_with_the_replica_paused_are_ok_and_warn,
                                   replica_pair_resume_teardown),
     };
