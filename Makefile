@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # dlock — convenience wrapper around CMake (CMakeLists.txt is the build).
 #
 #   make            build the library and examples (build-release/, RelWithDebInfo)
@@ -8,7 +9,8 @@
 #   make format     clang-format -i every C file
 #   make format-check  fail if any C file differs from clang-format's output (changes nothing)
 #   make lint       static checks of the tree: src/core's layers (scripts/check-layers.py),
-#                   the user docs' links (scripts/check-docs.py)
+#                   the user docs' links (scripts/check-docs.py), the C files' format
+#                   (make format-check)
 #   make bench      the benchmarks (bench/run.sh)
 #   make fuzz       the libFuzzer targets of tests/fuzz (build-fuzz/, clang), FUZZ_SECONDS
 #                   each (default 60)
@@ -58,7 +60,7 @@ format-check:
 	@command -v clang-format >/dev/null 2>&1 || { echo "make format-check needs clang-format (apt-get install clang-format)"; exit 1; }
 	$(FORMAT_FILES) | xargs -0 -r clang-format --dry-run --Werror
 
-lint:
+lint: format-check
 	python3 scripts/check-layers.py
 	python3 scripts/check-docs.py
 

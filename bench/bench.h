@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench.h — what the files of dlock-bench share: the run's settings, clocks, latency
  * samples, the JSON line writer and a few synchronous hiredis helpers.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ceiling.c — floor_script: the server's ceiling for a lock-sized script, the other end
  * of the scale from a PING round trip. A lock pair is two such scripts, so no number of
  * threads or clients can make more than half this many pairs per second.

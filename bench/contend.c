@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* contend.c — the pair and contention loops for any lock-like implementation (a
  * bench_impl: open, acquire, release, close), and the dlock workloads built on them:
  *

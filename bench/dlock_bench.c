@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dlock_bench.c — dlock-bench: measures dlock's locks against the physical floor of the
  * same server, in one run (workloads and output: the design notes' BENCHMARKS.md).
  *

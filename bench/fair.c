@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fair.c — fair_order: P waiters queue on ONE fair lock (dlock_fairlock_new) and must get
  * it in the order they queued.
  *

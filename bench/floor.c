@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* floor.c — the physical floor a lock is measured against, with plain synchronous hiredis
  * and no dlock at all:
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* handoff.c — contended_handoff: P workers on ONE lock, each looping acquire, record,
  * release with no work inside, for a fixed time.
  *

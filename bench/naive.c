@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* naive.c — the lock the tutorials teach, over plain synchronous hiredis, as a baseline:
  *
  *   acquire   SET name token NX PX 30000; on nil, sleep 1 ms and try again (no waiting

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pair.c — uncontended_pair: T threads share one dlock client; each loops
  * dlock_lock_acquire + dlock_lock_release on a lock name of its own for a fixed time.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* redlock.c — redlock_acquire: what a RedLock acquire costs next to what it is made of.
  *
  * Five clients, one per independent master (--redlock-urls), each with one member lock of

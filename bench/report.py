@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """report.py — the tables and the picture of one benchmark run (bench/run.sh calls it).
 
     bench/report.py RESULTS.json [--png OUT.png] [--elapsed S] [--load TEXT] [--command TEXT]

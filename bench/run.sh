@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # bench/run.sh [DLOCK-BENCH ARGS...] — dlock, the floor, the naive lock and the peers, in one
 # run against one private redis-server on one machine (what `make bench` runs, after
 # `make build`). The design notes' BENCHMARKS.md says what is measured; docs/benchmarks.md

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rwlock.c — rwlock_mix: T threads over 2 clients (two client ids, as two hosts would be)
  * on ONE read-write lock; each loops acquire, hold hold_us, release for a fixed time, taking
  * the write half with probability write_pct % and the read half otherwise.

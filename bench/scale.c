@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* scale.c — what many held locks and many waiters cost one dlock client:
  *
  *   renewal_scale   one client (watchdog_ms 3000, so the watchdog renews every 1000 ms: one

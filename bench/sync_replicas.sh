@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # sync_replicas.sh — what ?sync_replicas costs: dlock-bench's uncontended_pair (T = 1, 8, 32)
 # against a master with one replica on loopback, with sync_replicas=0 (no WAIT) and auto
 # (WAIT 1 after the acquire and after the release), one after the other in the same run,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* util.c — clocks, latency samples, the JSON line writer and the synchronous hiredis
  * helpers of dlock-bench (see bench.h). The JSON writer keeps one line in a static buffer:
  * only the main thread writes JSON. */

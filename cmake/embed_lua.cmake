@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # cmake/embed_lua.cmake — embed the Lua scripts of src/*/*.lua into the library.
 #
 # Run in script mode by the build (see the add_custom_command in CMakeLists.txt):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* async.c — the async face: dlock on the application's own libev loop, one thread for
  * everything.
  *
@@ -67,8 +68,8 @@ struct app {
     ev_timer guard;
     pthread_t operator_thread;
     bool operator_started;
-    int inside;          /* workers holding the report lock now */
-    int workers_done;    /* workers that gave it back */
+    int inside;       /* workers holding the report lock now */
+    int workers_done; /* workers that gave it back */
     bool impatient_started;
     bool impatient_done; /* owner 4 heard back */
     uint64_t last_token;
@@ -98,7 +99,9 @@ static bool check(app *a, bool ok, const char *what) {
 }
 
 /* Ends the program's loop, successful or not. */
-static void finish(app *a) { ev_break(a->loop, EVBREAK_ALL); }
+static void finish(app *a) {
+    ev_break(a->loop, EVBREAK_ALL);
+}
 
 /* ---- step 3: a watchdog hold, lost behind the holder's back -------------------------------- */
 
@@ -162,8 +165,9 @@ static void lease_acquired(dlock_lock *l, int status, void *arg) {
 }
 
 static void start_step_3(app *a) {
-    if (!expect(a, dlock_lock_acquire_async(a->lease, LEASE_OWNER, 5000, DLOCK_WATCHDOG,
-                                            lease_acquired, a),
+    if (!expect(a,
+                dlock_lock_acquire_async(a->lease, LEASE_OWNER, 5000, DLOCK_WATCHDOG,
+                                         lease_acquired, a),
                 DLOCK_OK, "acquire_async of owner 5"))
         finish(a);
 }
@@ -224,8 +228,9 @@ static void worker_acquired(dlock_lock *l, int status, void *arg) {
            token);
     if (!a->impatient_started) { /* the first holder: owner 4 tries while it holds */
         a->impatient_started = true;
-        if (!expect(a, dlock_lock_acquire_async(l, IMPATIENT_OWNER, IMPATIENT_WAIT_MS, 5000,
-                                                impatient_done, a),
+        if (!expect(a,
+                    dlock_lock_acquire_async(l, IMPATIENT_OWNER, IMPATIENT_WAIT_MS, 5000,
+                                             impatient_done, a),
                     DLOCK_OK, "acquire_async of owner 4"))
             finish(a);
     }
@@ -240,8 +245,9 @@ static void start_steps_1_and_2(app *a) {
         w->app = a;
         w->owner = (uint64_t)i + 1;
         /* in flight together; the callback runs later, on the loop, never inside the call */
-        if (!expect(a, dlock_lock_acquire_async(a->report, w->owner, 10000, DLOCK_WATCHDOG,
-                                                worker_acquired, w),
+        if (!expect(a,
+                    dlock_lock_acquire_async(a->report, w->owner, 10000, DLOCK_WATCHDOG,
+                                             worker_acquired, w),
                     DLOCK_OK, "acquire_async of a worker")) {
             finish(a);
             return;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* demo.c — `make demo`: a flash sale. 10 items, 100 buyers, two services.
  *
  * Two dlock clients stand for two services (each its own connections, its own client id);

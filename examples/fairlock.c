@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fairlock.c — a tour of the fair lock (Redisson RFairLock): a lock whose waiters get it in
  * the order they asked for it, across threads, processes and machines.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* latch.c — a coordinator waits for its workers: the count-down latch (Redisson
  * RCountDownLatch).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* lock.c — a tour of the lock API: the reentrant lock (Redisson RLock) and the fenced lock
  * (RFencedLock).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* multilock.c — a tour of the MultiLock (Redisson RedissonMultiLock): one lock made of
  * several ordinary locks, taken all together or not at all.
  *

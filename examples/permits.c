@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* permits.c — leases that outlive a crashed worker: the permit-expirable semaphore
  * (Redisson RPermitExpirableSemaphore).
  *

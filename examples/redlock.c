@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* redlock.c — a tour of the RedLock (the Redis "distlock" algorithm, Redisson
  * RedissonRedLock): one lock kept on several independent Redis masters, held while a
  * majority of them agree.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rwlock.c — a tour of the read-write lock (Redisson RReadWriteLock): many readers or one
  * writer, across threads, processes and machines.
  *

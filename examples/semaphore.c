@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* semaphore.c — a connection pool shared by two services: the semaphore (Redisson
  * RSemaphore).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* spinlock.c — a tour of the spin lock (Redisson RSpinLock): a reentrant lock that uses no
  * pub/sub. A waiter does not listen for a release; it tries again after a backoff that
  * doubles from 1 ms to 128 ms.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dlock.h — umbrella header: everything but the libev adapter (dlock/adapters/libev.h).
  *
  * This comment states once what every public header relies on: how return codes are

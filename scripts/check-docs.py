@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """scripts/check-docs.py — the user docs stand alone and their links resolve.
 
 Checks README.md and docs/*.md: every relative link (and its #anchor) points at a file and

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """check-layers.py — the calls between the files of src/core keep to their layers.
 
 The layers are the table in src/core/core.h's opening comment ("layer <name>: <files>",
@@ -47,7 +48,9 @@ def strip(text):
 
 def layers_table():
     with open(os.path.join(core, "core.h")) as f:
-        head = f.read().split("*/", 1)[0]
+        text = f.read()
+    start = text.find("core.h —")  # the opening comment, after the license line
+    head = text[start:].split("*/", 1)[0] if start >= 0 else ""
     order, layer_of = [], {}
     for name, files in re.findall(r"layer (\w+):\s*([\w ]+)", head):
         order.append(name)

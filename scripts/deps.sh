@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # scripts/deps.sh — make sure the Debian packages dlock builds and tests with are installed.
 #
 # Quiet when nothing is missing. As root it installs what is missing with apt-get (CI runs
@@ -19,6 +20,7 @@ packages=(
     libssl-dev # the TLS transport
     valgrind
     clang # make test builds the tree with a second compiler
+    clang-format # make lint checks the C files' format
     python3 # make lint: scripts/check-layers.py, scripts/check-docs.py
     jq # bench/run.sh prints its table with it
 )

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # scripts/memcheck.sh [BUILD_DIR] — run the unit and integration programs under valgrind.
 #
 # Every executable in BUILD_DIR/tests/bin/unit and BUILD_DIR/tests/bin/integration (default

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # scripts/run-demo.sh [PROGRAM [ARGS...]] — run a program against a private redis-server.
 #
 # PROGRAM defaults to build-release/examples/dlock-demo (what `make demo` builds).

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # scripts/test.sh — the whole proof, as CI runs it (`make test`, called by .ci/run).
 #
 #   1. deps       scripts/deps.sh (installs missing Debian packages when root)
-#   2. lint       make lint: src/core's layers, the user docs' links
+#   2. lint       make lint: src/core's layers, the user docs' links, the C files' format
 #   3. clang      build-clang/ (clang, -Werror): the tree builds with a second compiler
 #   4. build      build/ (Debug, -Werror)
 #   5. ctest      every label: unit, integration, fault, stress, examples, interop
@@ -96,7 +97,7 @@ if [ "$stage_ok" -ne 1 ]; then
     exit 1
 fi
 
-# 2. Static checks: src/core's layers, the user docs' links.
+# 2. Static checks: src/core's layers, the user docs' links, the C files' format.
 run_stage "lint (layers, docs)" make --no-print-directory lint
 
 # 3. The same tree with clang, warnings as errors (gcc alone let C11 slips through).

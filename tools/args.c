@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* args.c — the option parser of every dlock command.
  *
  * Long options (--wait 500, --wait=500), a few short ones (-h, -v), and positionals in any

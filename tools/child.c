@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* child.c — the command `dlock run` runs (run.h): fork + exec, its process group, its
  * signals and its exit status.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_inspect.c — `dlock inspect NAME`: what a name holds in Redis, as a table for people
  * or as JSON for scripts (--json). Reading is inspect_read.c's; this file prints.
  *

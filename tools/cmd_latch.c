@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_latch.c — `dlock latch NAME set|count-down|count|await`: a count-down latch
  * (Redisson RCountDownLatch), through dlock/latch.h. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_release.c — `dlock release --force NAME`: deletes a lock whoever holds it
  * (Redisson's forceUnlock), through dlock_lock_force_release().
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_run.c — `dlock run`: flock(1) across machines.
  *
  * Takes a lock (fenced; or fair, or spin, or a read-write lock's half; or a semaphore's permits)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_semaphore.c — `dlock semaphore NAME set|add|available`: a semaphore's permits
  * (Redisson RSemaphore), through dlock/semaphore.h. Taking permits for the length of a
  * command is `dlock run --semaphore NAME`. */

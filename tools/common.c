@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* common.c — what every dlock command needs: the global settings, the client, numbers,
  * messages, and the one place where a library error becomes an exit code. */
 #include <errno.h>

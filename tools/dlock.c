@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dlock.c — the dlock command-line tool: main, the command table, `dlock --help`.
  *
  *   dlock [GLOBAL OPTIONS] COMMAND [OPTIONS] ARGS...

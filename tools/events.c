@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* events.c — how the main thread of `dlock run` learns what happened elsewhere (run.h).
  *
  * Signal handlers and the library's callbacks (which run on the library's I/O thread)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* inspect.h — what `dlock inspect` learns about a name (inspect_read.c fills it from
  * Redis, cmd_inspect.c prints it as a table or JSON), and the read-only connection it
  * reads with (redis_sync.c). `dlock release --force` reads it too, to refuse a name that

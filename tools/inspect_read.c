@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* inspect_read.c — reads what a name holds in Redis and says what it is (inspect.h).
  *
  * Read-only commands only (TYPE, PTTL, GET, HGETALL, LRANGE, ZRANGE, EXISTS, TIME,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* redis_sync.c — the read-only connection of `dlock inspect`: plain synchronous hiredis.
  *
  * Takes the URLs the library does (include/dlock/client.h), parsed by the library's own

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* run.h — the plumbing of `dlock run` (cmd_run.c): how its main thread learns of signals
  * and of the library's callbacks (events.c), and the command's process (child.c). */
 #ifndef DLOCK_CLI_RUN_H

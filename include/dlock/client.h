@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dlock/client.h — the client: one connection set to one Redis, shared by every
  * primitive made from it.
  *

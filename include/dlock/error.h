@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dlock/error.h — error codes.
  *
  * Every dlock call that can fail returns int: DLOCK_OK (0) or one of the negative codes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dlock/export.h — symbol visibility.
  *
  * The library is built with -fvisibility=hidden; only declarations marked DLOCK_EXTERN

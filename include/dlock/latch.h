@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dlock/latch.h — the count-down latch (Redisson RCountDownLatch).
  *
  * A count in Redis that any client counts down; waiters are released when it reaches

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dlock/lock.h — the lock handle and every call on it, for every kind of lock: the
  * reentrant lock (Redisson RLock), the fenced lock (RFencedLock) and the fair lock
  * (RFairLock) made here, and the kinds made by their own headers on the same handle type

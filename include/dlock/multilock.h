@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dlock/multilock.h — composite locks: MultiLock (all members or none) and RedLock (a
  * quorum of members on independent Redis masters).
  *

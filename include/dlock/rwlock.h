@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dlock/rwlock.h — the read-write lock (Redisson RReadWriteLock).
  *
  * Any number of readers, or one writer. The two halves are ordinary dlock_lock handles:

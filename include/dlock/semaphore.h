@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dlock/semaphore.h — counting semaphores: the semaphore (Redisson RSemaphore) and the
  * permit-expirable semaphore (RPermitExpirableSemaphore).
  *

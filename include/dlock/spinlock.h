@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dlock/spinlock.h — the spin lock (Redisson RSpinLock): a reentrant lock that uses no
  * pub/sub. A waiting owner subscribes to nothing and a release publishes nothing; a busy
  * owner tries again after an exponential backoff instead, 1 ms doubling to 128 ms, less a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dlock/timeouts.h — the two special times a call may take, included by every public
  * header whose calls wait or lease (lock.h, spinlock.h, semaphore.h, latch.h), and by the
  * header of any new primitive whose calls wait.

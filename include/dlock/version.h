@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dlock/version.h — the library's version.
  *
  * The three macros below are the single source of the version: CMake reads them to

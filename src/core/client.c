@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* client.c — options, the client's lifetime, its id, and the I/O thread of the blocking
  * face.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* client_timer.c — a timer on a client's loop for a primitive that waits for no Redis
  * object: a composite lock's answer budget and RedLock's pause between rounds.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* conn.c — the command connection: every command and script of a client goes through one
  * link (link.c), in the order it was queued.
  *

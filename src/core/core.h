@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* core.h — the core's own structures, shared by the files of src/core only.
  *
  * Primitives never include this header (they see dlock_int.h). Here live the client
@@ -389,9 +390,9 @@ void dlock__stat_renewal(dlock_client *c, int64_t lag_ms, int64_t late_ms);
 struct dlock_client {
     dlock_options opts;
     dlock__endpoint endpoint;
-    dlock__tls *tls;        /* rediss://: both connections' TLS settings; NULL otherwise */
+    dlock__tls *tls; /* rediss://: both connections' TLS settings; NULL otherwise */
     struct dlock__sentinel *sentinel; /* a Sentinel URL: finds the master (sentinel.h) */
-    char endpoint_key[300]; /* dlock__client_endpoint */
+    char endpoint_key[300];           /* dlock__client_endpoint */
     char id[37];
 
     dlock__loop *loop;

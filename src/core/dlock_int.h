@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dlock_int.h — what a primitive may use of the core.
  *
  * A primitive (src/lock, src/semaphore, ...) includes this header and no other header of
@@ -76,7 +77,8 @@ int64_t dlock__client_watchdog_ms(const dlock_client *c);
 const char *dlock__client_endpoint(const dlock_client *c);
 int64_t dlock__client_fair_wait_ms(const dlock_client *c);
 /* A line for the application's log_cb (log.c); nothing when it set none. Any layer. */
-void dlock__log(dlock_client *c, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void dlock__log(dlock_client *c, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* True once dlock_client_free() has begun: the loop runs nothing more, and the watchdog
  * has forgotten every lease. A handle destroyed then touches nothing of the client. */
@@ -167,7 +169,7 @@ struct dlock__op {
     dlock__op_fn start;    /* loop thread: begin the work; ends with dlock__op_complete() */
     dlock__op_fn complete; /* loop thread: the async face's callback (set by the primitive) */
     int status;
-    char error_text[256]; /* detail for dlock_last_error() */
+    char error_text[256];  /* detail for dlock_last_error() */
     void *blocking_waiter; /* submit.c's private completion for the blocking face */
 };
 
@@ -212,11 +214,11 @@ void dlock__user_callback_leave(dlock_client *c);
 struct dlock__handle {
     dlock_client *client;
     int ops_in_flight;
-    _Atomic bool closed; /* step 2: set by the freeing call, read by every call */
-    bool freeing;        /* step 3, loop thread */
-    struct dlock__waiter *waiters; /* waits on this handle, canceled when it is freed */
-    dlock__op free_call;           /* a free made on the loop thread, queued (step 2) */
-    dlock__op *free_waiter;        /* a blocking free waiting for step 4, or NULL */
+    _Atomic bool closed;               /* step 2: set by the freeing call, read by every call */
+    bool freeing;                      /* step 3, loop thread */
+    struct dlock__waiter *waiters;     /* waits on this handle, canceled when it is freed */
+    dlock__op free_call;               /* a free made on the loop thread, queued (step 2) */
+    dlock__op *free_waiter;            /* a blocking free waiting for step 4, or NULL */
     void (*destroy)(dlock__handle *h); /* free the memory; no I/O */
 };
 
@@ -272,8 +274,7 @@ bool dlock__on_loop_thread(const dlock_client *c);
  * DLOCK_ECANCELED: the client is closing (reply NULL).
  * DLOCK_EAUTH: the server refused our credentials (reply NULL).
  * DLOCK_ENOPERM: the ACL refused the command, a key or a channel; reply is the error reply. */
-typedef void (*dlock__reply_fn)(dlock_client *c, int status, const dlock__reply *reply,
-                                void *arg);
+typedef void (*dlock__reply_fn)(dlock_client *c, int status, const dlock__reply *reply, void *arg);
 
 enum dlock__cmd_flags {
     /* The command may be sent again when its connection dropped before the reply came:
@@ -294,9 +295,8 @@ int dlock__command(dlock_client *c, unsigned flags, dlock__reply_fn fn, void *ar
 
 /* Queue EVALSHA of a library script with nkeys keys then the other args; falls back to EVAL
  * when the server answers NOSCRIPT. Same contract as dlock__command. */
-int dlock__script(dlock_client *c, enum dlock__script_id script, unsigned flags,
-                  dlock__reply_fn fn, void *arg, int nkeys, int nargs, const char *const *args,
-                  const size_t *argslen);
+int dlock__script(dlock_client *c, enum dlock__script_id script, unsigned flags, dlock__reply_fn fn,
+                  void *arg, int nkeys, int nargs, const char *const *args, const size_t *argslen);
 
 /* ---- replica acknowledgement (conn.c, replicas.c) -------------------------------------- */
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dlock_object.h — a named object and the calls on it: what a non-lock primitive stands on.
  *
  * A primitive such as the semaphore is an object in Redis under a name, and a few calls on

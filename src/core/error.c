@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* error.c — error names and texts (from the one list in dlock/error.h), the per-thread
  * detail behind dlock_last_error(), and the clock the core reads. */
 #include <stdarg.h>
@@ -37,7 +38,9 @@ const char *dlock_err_name(int err) {
 
 static _Thread_local char last_error[256];
 
-const char *dlock_last_error(void) { return last_error; }
+const char *dlock_last_error(void) {
+    return last_error;
+}
 
 void dlock__set_last_error(const char *text) {
     snprintf(last_error, sizeof(last_error), "%s", text ? text : "");
@@ -57,8 +60,14 @@ int64_t dlock__now_us(void) {
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-int64_t dlock__now_ms(void) { return dlock__now_us() / 1000; }
+int64_t dlock__now_ms(void) {
+    return dlock__now_us() / 1000;
+}
 
-const char *dlock_version_string(void) { return DLOCK_VERSION_STRING; }
+const char *dlock_version_string(void) {
+    return DLOCK_VERSION_STRING;
+}
 
-unsigned dlock_version_hex(void) { return DLOCK_VERSION_HEX; }
+unsigned dlock_version_hex(void) {
+    return DLOCK_VERSION_HEX;
+}

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* handle.c — the life cycle of a primitive's handle and of the ops that work on it.
  *
  * A handle (a lock, a semaphore, ...) may be freed by the application while calls on it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* link.c — one connection to Redis: connect (TCP or unix, plain or TLS) within
  * connect_timeout_ms, the handshake (AUTH, SELECT, whatever the owner adds: the script
  * loads), reply dispatch, and reconnect after a drop with capped, jittered exponential

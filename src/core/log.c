@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* log.c — the client's log line: formatted here, handed to the application's log_cb.
  *
  * A leaf of the core: every layer may log, so this file calls nothing of the core. It

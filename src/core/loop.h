@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* loop.h — the event loop, behind one adapter: loop_ev.c is the one file of dlock that
  * includes <ev.h>.
  *

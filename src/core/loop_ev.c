@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* loop_ev.c — the loop adapter over libev (loop.h): the one file of dlock that includes
  * <ev.h>.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* map.c — the core's string-keyed hash map (see map.h). FNV-1a hashing, chains, the table
  * doubled when the load passes 1. */
 #include "map.h"

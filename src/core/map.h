@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* map.h — a string-keyed hash map (separate chaining) for the core's per-channel tables.
  *
  * Keys are copied; values are the caller's pointers. The pub/sub router maps channel ->
@@ -19,7 +20,7 @@ void dlock__map_init(dlock__map *m);
 void dlock__map_free(dlock__map *m); /* frees the keys and the table, not the values */
 void *dlock__map_get(const dlock__map *m, const char *key);
 int dlock__map_put(dlock__map *m, const char *key, void *value); /* 0, or -1 on ENOMEM */
-void *dlock__map_remove(dlock__map *m, const char *key);          /* the value, or NULL */
+void *dlock__map_remove(dlock__map *m, const char *key);         /* the value, or NULL */
 /* Calls fn for every value; fn must not change the map. */
 void dlock__map_each(const dlock__map *m, void (*fn)(const char *key, void *value, void *arg),
                      void *arg);

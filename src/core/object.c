@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* object.c — a named object and the calls on it (dlock_object.h): the handle, both faces of
  * a call, and the reply handling every non-lock primitive used to write for itself.
  *

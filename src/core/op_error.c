@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* op_error.c — the detail of an op's failure, the text dlock_last_error() gives its caller.
  *
  * An op's text is written where the failure is understood: a primitive's own words
@@ -42,8 +43,8 @@ int dlock__op_fail_reply(dlock__op *op, int status, const dlock__reply *reply) {
     return dlock__op_fail(op, status, "%s", dlock_strerror(status));
 }
 
-int dlock__op_read_count(dlock__op *op, const dlock__reply *r, bool nil_is_zero,
-                         const char *what, const char *key, int64_t *out) {
+int dlock__op_read_count(dlock__op *op, const dlock__reply *r, bool nil_is_zero, const char *what,
+                         const char *key, int64_t *out) {
     if (nil_is_zero && dlock__reply_type(r) == DLOCK__REPLY_NIL) {
         *out = 0;
         return DLOCK_OK;
@@ -56,8 +57,7 @@ int dlock__op_read_count(dlock__op *op, const dlock__reply *r, bool nil_is_zero,
                           held);
 }
 
-int dlock__op_bad_reply(dlock__op *op, const dlock__reply *r, const char *what,
-                        const char *key) {
+int dlock__op_bad_reply(dlock__op *op, const dlock__reply *r, const char *what, const char *key) {
     char got[64];
     dlock__reply_describe(r, got, sizeof(got));
     return dlock__op_fail(op, DLOCK_EREDIS, "%s %s: unexpected reply from Redis: %s", what, key,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* owner.c — owner identity: "<client-id>:<owner>" fields, the per-thread owner id of the
  * blocking face, and the Redisson key names built from an object name.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pubsub.c — the subscriber connection and the channel router.
  *
  * One subscriber connection per client, opened when the first listener arrives. However

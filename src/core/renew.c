@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* renew.c — the watchdog: one registry of the client's held leases, one periodic tick.
  *
  * Every watchdog_ms/3 the tick renews every held lease: leases are grouped by their renew

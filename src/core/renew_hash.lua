@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: MIT
 -- renew_hash.lua — the watchdog's renewal of hash-field leases (lock, fenced lock, fair
 -- lock, the write half of a read-write lock): the lease of KEYS[i] is held while its owner
 -- field ARGV[1+i] exists.

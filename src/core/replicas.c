@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* replicas.c — how many replicas a write must reach (?sync_replicas=auto|0|N).
  *
  * Every write of lock, semaphore, permit or latch state is followed, in the same pipeline,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* reply.c — reading server replies: the one place where a dlock__reply is hiredis'
  * redisReply, and where the core's reply types are tied to hiredis' numbering.
  *

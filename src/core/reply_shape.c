@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* reply_shape.c — the scripts' replies as data (reply_shape.h) and the one checker.
  *
  * Each table transcribes the reply of a script's header comment: a hold count is >= 1 once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* reply_shape.h — what each of the library's scripts answers, written once as data, and the
  * one checker every reply goes through before anything is read from it.
  *

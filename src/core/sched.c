@@ -1,9 +1,10 @@
+/* SPDX-License-Identifier: MIT */
 /* sched.c — the client's one place for timers.
  *
  * Waits, reply timeouts, reconnect backoff and the watchdog tick are all dlock__timer
  * entries in one binary min-heap ordered by (due time, start order), driven by a single
- * timer of the loop (loop.h) armed for the heap's top. Timers are embedded in their owners' structs, so
- * starting one allocates nothing but (rarely) a bigger heap array. */
+ * timer of the loop (loop.h) armed for the heap's top. Timers are embedded in their owners'
+ * structs, so starting one allocates nothing but (rarely) a bigger heap array. */
 #include <stdint.h>
 #include <string.h>
 
@@ -86,7 +87,9 @@ void dlock__timer_init(dlock__timer *t, dlock__timer_fn fn, void *arg) {
     t->arg = arg;
 }
 
-bool dlock__timer_active(const dlock__timer *t) { return t->heap_index != SIZE_MAX; }
+bool dlock__timer_active(const dlock__timer *t) {
+    return t->heap_index != SIZE_MAX;
+}
 
 static void remove_at(dlock__sched *s, size_t i) {
     dlock__timer *t = s->heap[i];

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* script.c — the registry of the library's Lua scripts.
  *
  * The scripts are the src/<primitive>/<op>.lua files, embedded at build time into the

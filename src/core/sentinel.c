@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sentinel.c — the master of a Sentinel URL: found through the sentinels, checked, and
  * followed through failovers.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sentinel.h — Redis Sentinel: the URL that names a master through its sentinels
  * (url_sentinel.c) and the resolver that finds that master and follows its failovers
  * (sentinel.c). Core files only, like core.h. */

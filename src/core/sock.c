@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sock.c — one connection's bytes: resolve, connect, TLS handshake, buffered writes, reads.
  *
  * A sock goes RESOLVING -> CONNECTING -> (HANDSHAKE, under TLS) -> OPEN, or fails on the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stats.c — the client's monitoring numbers: gauges and counters kept in atomics, so that
  * dlock_client_stats() reads them from any thread without a lock and without the loop.
  *

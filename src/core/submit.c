@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* submit.c — the door between the user's threads and the client's loop thread.
  *
  * Every public call becomes an op that starts on the loop thread. Other threads push ops
@@ -106,9 +107,13 @@ void dlock__op_complete(dlock__op *op, int status) {
     dlock__user_callback_leave(c);
 }
 
-void dlock__user_callback_enter(dlock_client *c) { c->callback_depth++; }
+void dlock__user_callback_enter(dlock_client *c) {
+    c->callback_depth++;
+}
 
-void dlock__user_callback_leave(dlock_client *c) { c->callback_depth--; }
+void dlock__user_callback_leave(dlock_client *c) {
+    c->callback_depth--;
+}
 
 int dlock__op_run(dlock__op *op) {
     dlock_client *c = op->client;
@@ -137,7 +142,9 @@ void dlock__args_bin(dlock__args *a, const void *p, size_t len) {
     a->len[a->n++] = len;
 }
 
-void dlock__args_str(dlock__args *a, const char *s) { dlock__args_bin(a, s, strlen(s)); }
+void dlock__args_str(dlock__args *a, const char *s) {
+    dlock__args_bin(a, s, strlen(s));
+}
 
 void dlock__args_int(dlock__args *a, long long value) {
     if (a->nnumbers >= (int)(sizeof(a->numbers) / sizeof(a->numbers[0])))

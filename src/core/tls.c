@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tls.c — a client's TLS settings (OpenSSL) and the words of a TLS failure.
  *
  * A rediss:// URL gives one dlock__tls per client: OpenSSL's context with the CA the server

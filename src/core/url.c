@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* url.c — connection URLs.
  *
  *   redis://[user:password@]host[:port][/db]      TCP; host may be [v6-address]

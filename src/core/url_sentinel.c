@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* url_sentinel.c — the URL of a master known through its sentinels (sentinel.h):
  *
  *   redis-sentinel://[user:password@]host[:port][,host[:port]...]/MASTER[/db][?query]

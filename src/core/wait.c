@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* wait.c — the waiting engine: how every blocking acquire of every primitive waits.
  *
  *   attempt ──obtained──────────────────────────────────────────────> done(OK)

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: MIT
 -- fair.lua — every operation of the fair lock (Redisson RFairLock), FIFO without stalls.
 --
 -- One script for all of them, because each must begin the same way: drop the waiters that

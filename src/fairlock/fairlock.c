@@ -1,5 +1,7 @@
+/* SPDX-License-Identifier: MIT */
 /* fairlock.c — the fair lock (Redisson RFairLock): a dlock_lock whose waiters are served in
- * arrival order. Everything but the scripts and their keys is the lock engine's (lock/lock_engine.h).
+ * arrival order. Everything but the scripts and their keys is the lock engine's
+ * (lock/lock_engine.h).
  *
  * Redis layout (wire-compatible with Redisson, see REDIS_LAYOUT.md):
  *   N                                   hash: owner field -> hold count; PEXPIRE = lease
@@ -111,8 +113,8 @@ static void ignore_reply(dlock_client *c, int status, const dlock__reply *reply,
 static void gave_up(const dlock__lock_view *v) {
     dlock__args a = {0};
     int nkeys = fair_args(v, &a, "leave");
-    dlock__script(v->client, DLOCK__SCRIPT_FAIRLOCK_FAIR, DLOCK__CMD_RETRY_SAFE, ignore_reply,
-                  NULL, nkeys, a.n, a.v, a.len);
+    dlock__script(v->client, DLOCK__SCRIPT_FAIRLOCK_FAIR, DLOCK__CMD_RETRY_SAFE, ignore_reply, NULL,
+                  nkeys, a.n, a.v, a.len);
 }
 
 /* Only the first in line is woken, on its own channel: the message is for it. */

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: MIT
 -- acquire.lua — take the lock (a hold more), or say how long its holder keeps it.
 --
 -- KEYS[1]  the lock hash N: owner field -> hold count (Redisson RLock)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* api.c — every public dlock_lock_* call (include/dlock/lock.h): its arguments checked
  * here, once for every class of handle, then the call goes to the handle's class
  * (lock_class.h): the ordinary class of the lock engine, or a composite's. The blocking
@@ -47,7 +48,8 @@ const char *dlock_lock_name(const dlock_lock *l) {
 
 int dlock_lock_try_acquire(dlock_lock *l, int64_t wait_ms, int64_t lease_ms) {
     int rc;
-    if ((rc = check_lock(l)) || (rc = dlock__check_wait_ms(wait_ms)) || (rc = check_lease(lease_ms)))
+    if ((rc = check_lock(l)) || (rc = dlock__check_wait_ms(wait_ms)) ||
+        (rc = check_lease(lease_ms)))
         return rc;
     return l->cls->try_acquire(l, dlock_thread_owner(), wait_ms, lease_ms);
 }
@@ -113,7 +115,8 @@ int dlock_lock_on_lost(dlock_lock *l, dlock_lost_cb cb, void *arg) {
 int dlock_lock_acquire_async(dlock_lock *l, uint64_t owner, int64_t wait_ms, int64_t lease_ms,
                              dlock_lock_cb cb, void *arg) {
     int rc;
-    if ((rc = check_lock(l)) || (rc = dlock__check_wait_ms(wait_ms)) || (rc = check_lease(lease_ms)) ||
+    if ((rc = check_lock(l)) || (rc = dlock__check_wait_ms(wait_ms)) ||
+        (rc = check_lease(lease_ms)) ||
         (rc = check_async(l, owner, cb, l->cls->acquire_async != NULL)))
         return rc;
     return l->cls->acquire_async(l, owner, wait_ms, lease_ms, cb, arg);
@@ -121,8 +124,7 @@ int dlock_lock_acquire_async(dlock_lock *l, uint64_t owner, int64_t wait_ms, int
 
 int dlock_lock_release_async(dlock_lock *l, uint64_t owner, dlock_lock_cb cb, void *arg) {
     int rc;
-    if ((rc = check_lock(l)) ||
-        (rc = check_async(l, owner, cb, l->cls->release_async != NULL)))
+    if ((rc = check_lock(l)) || (rc = check_async(l, owner, cb, l->cls->release_async != NULL)))
         return rc;
     return l->cls->release_async(l, owner, cb, arg);
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* engine.c — the lock engine's foundation (engine.h): the ordinary handle, the state
  * shared by every handle of one name, the holds of each owner, the owner's turn, and the
  * life of an op. The calls themselves are in engine_acquire.c, engine_release.c and

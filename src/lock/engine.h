@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* engine.h — the lock engine's own parts, shared by its files in src/lock and by no kind
  * (a kind sees lock_engine.h only).
  *
@@ -51,9 +52,9 @@ struct lock_handle {
     lock_state *state; /* shared with the client's other handles of this name; set by the
                           first op, on the loop thread */
     lock_handle *next_of_state;
-    lost_to lost;        /* loop thread: dlock_lock_on_lost's callback */
-    lost_to member_lost; /* loop thread: a composite's, while l is its member (member.h);
-                            told instead of lost */
+    lost_to lost;         /* loop thread: dlock_lock_on_lost's callback */
+    lost_to member_lost;  /* loop thread: a composite's, while l is its member (member.h);
+                             told instead of lost */
     _Atomic bool claimed; /* l is a composite's member */
 };
 
@@ -104,12 +105,12 @@ struct lock_op {
     bool waiting;         /* acquire: the wait hears the op's attempts (dlock__hold_settled) */
     int attempts;         /* acquire: attempts sent */
     int64_t sent_ms;
-    bool report_lost; /* release: a lost hold is reported by this release, which still
-                         releases the owner's live holds */
-    bool unwatched;   /* release: it stopped the owner's watchdog lease (the last hold) */
-    int refused;      /* release: the status of a release Redis refused, while the lease
-                         it stopped is confirmed again */
-    int64_t relet_ms; /* release: when that confirming renewal was sent */
+    bool report_lost;          /* release: a lost hold is reported by this release, which still
+                                  releases the owner's live holds */
+    bool unwatched;            /* release: it stopped the owner's watchdog lease (the last hold) */
+    int refused;               /* release: the status of a release Redis refused, while the lease
+                                  it stopped is confirmed again */
+    int64_t relet_ms;          /* release: when that confirming renewal was sent */
     void (*send)(lock_op *op); /* acquire or release: sends when its owner's turn comes */
     lock_op *queue_next;
     enum dlock__member_query what; /* query */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* engine_acquire.c — the lock engine's acquire (lock_engine.h): the owner's watchdog lease
  * registered before anything is sent, then a wait (the core's waiting engine) whose every
  * attempt is the kind's acquire script, sent in the owner's turn. A busy reply gives the

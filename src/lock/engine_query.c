@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* engine_query.c — the lock engine's calls that take no owner's turn: force release (the
  * kind's force script), the queries (plain commands on N), the owner's token (loop-thread
  * state, no I/O), and the two calls only composites make

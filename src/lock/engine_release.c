@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* engine_release.c — the lock engine's release (lock_engine.h): one hold of the owner
  * given back by the kind's release script, in the owner's turn, and what its reply means
  * for the hold (holds left, a hold lost meanwhile, a resend's reply, not the owner).

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: MIT
 -- force_release.lua — delete the lock whoever holds it and wake its waiters.
 --
 -- KEYS[1]  the lock hash N

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* lock_class.h — what a dlock_lock handle is: one table of calls per class of handle.
  *
  * Every public dlock_lock_* call checks its arguments (api.c: the handle, check below,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* lock_engine.h — the lock engine: what every kind of lock stands on.
  *
  * The engine (engine*.c beside this file) is the one implementation of the ordinary

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* member.c — member.h implemented by the lock engine: what a composite (MultiLock,
  * RedLock) may ask of an ordinary lock it is made of. Each async call is an engine op on
  * the member's client's loop thread; the answers come back through the composite's
@@ -37,8 +38,7 @@ void dlock__member_release_claim(dlock_lock *l) {
 
 /* An op of start for owner on member l, to be submitted; NULL with *rc (and its text)
  * unless l is an ordinary lock that takes calls, cb is given and memory is there. */
-static lock_op *member_op(dlock_lock *l, bool has_cb, dlock__op_fn start, uint64_t owner,
-                          int *rc) {
+static lock_op *member_op(dlock_lock *l, bool has_cb, dlock__op_fn start, uint64_t owner, int *rc) {
     lock_handle *h = dlock__ordinary(l);
     if (!h || !has_cb)
         *rc = dlock__fail(DLOCK_EINVAL, "a member call needs an ordinary lock and a callback");
@@ -68,8 +68,8 @@ int dlock__member_force_release_async(dlock_lock *l, dlock__member_answer_cb cb,
     return op ? dlock__lock_op_submit_answer(op, cb, arg) : rc;
 }
 
-int dlock__member_set_lease_async(dlock_lock *l, uint64_t owner, int64_t lease_ms,
-                                  dlock_lock_cb cb, void *arg) {
+int dlock__member_set_lease_async(dlock_lock *l, uint64_t owner, int64_t lease_ms, dlock_lock_cb cb,
+                                  void *arg) {
     if (lease_ms <= 0 || lease_ms > DLOCK_MAX_TIME_MS || owner == 0)
         return dlock__fail(DLOCK_EINVAL, "set_lease needs an owner and a lease");
     int rc;
@@ -80,8 +80,8 @@ int dlock__member_set_lease_async(dlock_lock *l, uint64_t owner, int64_t lease_m
     return dlock__lock_op_submit(op, cb, arg);
 }
 
-int dlock__member_raise_token_async(dlock_lock *l, uint64_t owner, uint64_t floor,
-                                    dlock_lock_cb cb, void *arg) {
+int dlock__member_raise_token_async(dlock_lock *l, uint64_t owner, uint64_t floor, dlock_lock_cb cb,
+                                    void *arg) {
     if (!dlock__member_fenced(l) || owner == 0 || floor > INT64_MAX)
         return dlock__fail(DLOCK_EINVAL, "raise_token needs a fenced lock, an owner and a floor");
     int rc;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* member.h — everything a composite (MultiLock, RedLock: src/multilock) may ask of a member
  * lock, in one place. A composite uses these and the members' public calls, nothing else
  * of the lock engine; the engine implements them for every ordinary lock kind.
@@ -37,8 +38,7 @@ void dlock__member_release_claim(dlock_lock *l);
 
 /* A member's answer: status, and for queries the value (bools as 0/1, a TTL in ms, a hold
  * count, was_locked for force_release). */
-typedef void (*dlock__member_answer_cb)(dlock_lock *member, int status, int64_t answer,
-                                        void *arg);
+typedef void (*dlock__member_answer_cb)(dlock_lock *member, int status, int64_t answer, void *arg);
 
 enum dlock__member_query {
     DLOCK__MEMBER_IS_LOCKED,  /* anyone holds it */
@@ -55,13 +55,13 @@ int dlock__member_force_release_async(dlock_lock *l, dlock__member_answer_cb cb,
 
 /* Owner's hold of l keeps lease_ms from now and is no longer renewed by the watchdog (a
  * RedLock's validity). DLOCK_ENOTOWNER if owner holds nothing. */
-int dlock__member_set_lease_async(dlock_lock *l, uint64_t owner, int64_t lease_ms,
-                                  dlock_lock_cb cb, void *arg);
+int dlock__member_set_lease_async(dlock_lock *l, uint64_t owner, int64_t lease_ms, dlock_lock_cb cb,
+                                  void *arg);
 
 /* RedLock over fenced members: while owner holds l, l's token counter is raised to at
  * least floor (raise_token.lua). DLOCK_OK, DLOCK_ENOTOWNER when owner no longer holds l,
  * or the command's error. */
-int dlock__member_raise_token_async(dlock_lock *l, uint64_t owner, uint64_t floor,
-                                    dlock_lock_cb cb, void *arg);
+int dlock__member_raise_token_async(dlock_lock *l, uint64_t owner, uint64_t floor, dlock_lock_cb cb,
+                                    void *arg);
 
 #endif

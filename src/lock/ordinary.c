@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ordinary.c — the ordinary class (lock_class.h): every lock kind standing on the lock
  * engine answers the public calls here, each an op of the engine run on the client's loop
  * thread (the blocking face waits for it on the caller's stack, the async face allocates

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: MIT
 -- raise_token.lua — a fenced lock's token counter is raised to at least a floor, while the
 -- owner holds the lock (a RedLock over fenced members: see src/multilock/multilock.c).
 --

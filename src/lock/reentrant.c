@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* reentrant.c — the reentrant lock (Redisson RLock) and the fenced lock (RFencedLock): a
  * kind of lock on the lock engine (lock_engine.h), like the fair lock in src/fairlock.
  *

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: MIT
 -- release.lua — give back one hold; the last one frees the lock and wakes its waiters.
 --
 -- KEYS[1]  the lock hash N

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: MIT
 -- set_lease.lua — give a lock its owner already holds a new lease (a MultiLock takes its
 -- members under the watchdog, then sets the caller's lease on each once all are taken).
 --

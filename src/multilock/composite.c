@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* composite.c — the composite handle, what MultiLock (multilock.c) and RedLock (redlock.c)
  * share: creation, the doors of the public calls (lock_class.h), a member's loss told as
  * the composite's, and the free protocol.
@@ -60,7 +61,7 @@ void dlock__composite_free(dlock_lock *l) {
     for (size_t i = 0; i < cp->n; i++)
         dlock__member_release_claim(cp->members[i]);
     dlock__op_init(&cp->cancel_call, cp->home, cancel_start);
-    cp->cancel_call.complete = cancel_start; /* the client closed before it started */
+    cp->cancel_call.complete = cancel_start;  /* the client closed before it started */
     (void)dlock__op_submit(&cp->cancel_call); /* refused: the client is closing, nothing runs */
     dlock__handle_free(&cp->handle);
 }
@@ -183,8 +184,8 @@ int dlock__composite_check(const dlock_lock *l) {
     return dlock__handle_check(&((const composite *)l)->handle);
 }
 
-int dlock__composite_acquire_async(dlock_lock *l, uint64_t owner, int64_t wait_ms,
-                                   int64_t lease_ms, dlock_lock_cb cb, void *arg) {
+int dlock__composite_acquire_async(dlock_lock *l, uint64_t owner, int64_t wait_ms, int64_t lease_ms,
+                                   dlock_lock_cb cb, void *arg) {
     return submit_async(of(l), OP_ACQUIRE, owner, wait_ms, lease_ms, cb, arg);
 }
 
@@ -192,8 +193,7 @@ int dlock__composite_release_async(dlock_lock *l, uint64_t owner, dlock_lock_cb 
     return submit_async(of(l), OP_RELEASE, owner, 0, 0, cb, arg);
 }
 
-int dlock__composite_try_acquire(dlock_lock *l, uint64_t owner, int64_t wait_ms,
-                                 int64_t lease_ms) {
+int dlock__composite_try_acquire(dlock_lock *l, uint64_t owner, int64_t wait_ms, int64_t lease_ms) {
     comp_op op;
     op_prepare(&op, of(l), OP_ACQUIRE, owner);
     op.wait_ms = wait_ms;

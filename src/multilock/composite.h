@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* composite.h — what the files of src/multilock share: the composite handle (MultiLock,
  * RedLock: a class of lock_class.h), the owners' holdings, the composite's ops and the
  * rounds that fan a call out to the members and gather their answers. Private to
@@ -76,8 +77,8 @@ typedef struct member_call {
     enum answer answer; /* home loop */
     /* written by the answer before it is carried home, read at home after */
     int status;
-    int64_t value;   /* a query's answer; an acquisition's token (fenced member) */
-    bool handed;     /* acquire: a release already follows this call (home loop) */
+    int64_t value;    /* a query's answer; an acquisition's token (fenced member) */
+    bool handed;      /* acquire: a release already follows this call (home loop) */
     char detail[160]; /* the member's dlock_last_error() when it failed */
 } member_call;
 
@@ -87,14 +88,14 @@ struct round {
     composite *cp; /* referenced: it outlives the round */
     enum round_call call;
     uint64_t owner;
-    int64_t wait_ms, lease_ms;        /* acquire; set_lease's lease */
-    uint64_t floor;                   /* raise */
-    enum dlock__member_query query;   /* query */
-    size_t asked, answered, yes, no;  /* no: ANSWER_NO and ANSWER_ERROR */
-    size_t need;                      /* decided once this many said yes or can no more */
-    bool decided;                     /* answers after it are late */
-    bool kept;                        /* acquire, decided won: a late yes may join */
-    bool open;                        /* acquire, in cp->open_rounds: members yet to answer */
+    int64_t wait_ms, lease_ms;       /* acquire; set_lease's lease */
+    uint64_t floor;                  /* raise */
+    enum dlock__member_query query;  /* query */
+    size_t asked, answered, yes, no; /* no: ANSWER_NO and ANSWER_ERROR */
+    size_t need;                     /* decided once this many said yes or can no more */
+    bool decided;                    /* answers after it are late */
+    bool kept;                       /* acquire, decided won: a late yes may join */
+    bool open;                       /* acquire, in cp->open_rounds: members yet to answer */
     round *next_open;
     round_fn decided_fn;
     void *ctx;
@@ -153,11 +154,11 @@ struct comp_op {
     dlock_lost_cb lost_cb;
     void *lost_arg;
     /* under way */
-    int64_t lease;       /* the lease the acquisition gets (the watchdog's for DLOCK_WATCHDOG) */
-    int64_t deadline_ms; /* acquire: when the wait is over */
-    int64_t started_ms;  /* RedLock: the current round's start */
-    size_t step;         /* MultiLock: members taken so far */
-    uint64_t token;      /* fenced: the acquisition's token */
+    int64_t lease;        /* the lease the acquisition gets (the watchdog's for DLOCK_WATCHDOG) */
+    int64_t deadline_ms;  /* acquire: when the wait is over */
+    int64_t started_ms;   /* RedLock: the current round's start */
+    size_t step;          /* MultiLock: members taken so far */
+    uint64_t token;       /* fenced: the acquisition's token */
     round *round, *extra; /* the rounds the op waits for (a RedLock release: two) */
     int waiting;          /* rounds not decided yet */
     int status;           /* release: the outcome so far */
@@ -168,8 +169,8 @@ struct comp_op {
     int error;            /* RedLock: a member's error other than busy, across rounds */
     bool unfenced;        /* RedLock: won, but its token not confirmed by a quorum */
     void (*after_release)(comp_op *op, int status); /* RedLock: who a release answers */
-    dlock__timer pause; /* RedLock: between two rounds */
-    bool listed;        /* in cp->acquiring */
+    dlock__timer pause;                             /* RedLock: between two rounds */
+    bool listed;                                    /* in cp->acquiring */
     comp_op *next_acquiring;
     /* the async face */
     dlock_lock_cb cb;
@@ -198,8 +199,8 @@ struct composite {
     bool fenced;   /* some member is a fenced lock (for a RedLock: every member) */
     dlock_lock **members;
     holding *holdings;
-    round *open_rounds;  /* RedLock acquire rounds with members yet to answer */
-    comp_op *acquiring;  /* acquires in flight, canceled by a free */
+    round *open_rounds; /* RedLock acquire rounds with members yet to answer */
+    comp_op *acquiring; /* acquires in flight, canceled by a free */
     dlock_lost_cb lost_cb;
     void *lost_arg;
     dlock__op cancel_call; /* a free's: cancels the acquires in flight */
@@ -221,11 +222,10 @@ void dlock__composite_unref(composite *cp);
 
 /* The class calls both composites share (their lock_class.h tables). */
 int dlock__composite_check(const dlock_lock *l);
-int dlock__composite_acquire_async(dlock_lock *l, uint64_t owner, int64_t wait_ms,
-                                   int64_t lease_ms, dlock_lock_cb cb, void *arg);
+int dlock__composite_acquire_async(dlock_lock *l, uint64_t owner, int64_t wait_ms, int64_t lease_ms,
+                                   dlock_lock_cb cb, void *arg);
 int dlock__composite_release_async(dlock_lock *l, uint64_t owner, dlock_lock_cb cb, void *arg);
-int dlock__composite_try_acquire(dlock_lock *l, uint64_t owner, int64_t wait_ms,
-                                 int64_t lease_ms);
+int dlock__composite_try_acquire(dlock_lock *l, uint64_t owner, int64_t wait_ms, int64_t lease_ms);
 int dlock__composite_release(dlock_lock *l, uint64_t owner);
 int dlock__composite_force_release(dlock_lock *l, bool *was_locked);
 int dlock__composite_is_locked(dlock_lock *l, bool *out);
@@ -243,11 +243,10 @@ void dlock__composite_free(dlock_lock *l);
         .acquire_async = dlock__composite_acquire_async,                                           \
         .release_async = dlock__composite_release_async,                                           \
         .try_acquire = dlock__composite_try_acquire, .release = dlock__composite_release,          \
-        .force_release = dlock__composite_force_release,                                           \
-        .is_locked = dlock__composite_is_locked, .is_held = dlock__composite_is_held,              \
-        .hold_count = dlock__composite_hold_count, .ttl = dlock__composite_ttl,                    \
-        .token_of = dlock__composite_token_of, .on_lost = dlock__composite_on_lost,                \
-        .free = dlock__composite_free,                                                             \
+        .force_release = dlock__composite_force_release, .is_locked = dlock__composite_is_locked,  \
+        .is_held = dlock__composite_is_held, .hold_count = dlock__composite_hold_count,            \
+        .ttl = dlock__composite_ttl, .token_of = dlock__composite_token_of,                        \
+        .on_lost = dlock__composite_on_lost, .free = dlock__composite_free,                        \
     }
 
 /* ---- the queries and force release, both composites (query.c) -------------------------- */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* holding.c — what each owner holds through a composite (composite.h), on its home loop.
  *
  * Per owner: how many holds of each member the composite took and has not given back, and

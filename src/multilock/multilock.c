@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* multilock.c — MultiLock (Redisson RedissonMultiLock): every member or none.
  *
  * No Redis data of its own (composite.c). An acquisition takes the members one after

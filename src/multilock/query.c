@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* query.c — the queries (is_locked, is_held, ttl) and force release of both composites.
  *
  * One round asks every member at once and waits for every answer, so a member whose server
@@ -68,8 +69,8 @@ static void on_answers(round *r) {
     int status = DLOCK_OK;
     if (failed && (r->call == CALL_FORCE || !cp->redlock)) {
         status = failed->status;
-        snprintf(op->op.error_text, sizeof(op->op.error_text), "%s: member %s: %s",
-                 cp->base.name, dlock_lock_name(cp->members[failed->index]), failed->detail);
+        snprintf(op->op.error_text, sizeof(op->op.error_text), "%s: member %s: %s", cp->base.name,
+                 dlock_lock_name(cp->members[failed->index]), failed->detail);
     }
     if (r->call == CALL_FORCE)
         op->answer = count_true(r) > 0;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* redlock.c — RedLock (the Redis "distlock" algorithm, Redisson RedissonRedLock): a lock
  * held when a majority of independent masters granted it in time.
  *
@@ -152,8 +153,8 @@ static void acquire_failed(comp_op *op) {
                               op->got, cp->n, cp->quorum, (long long)op->validity);
     else if (op->error == DLOCK_ETIMEDOUT)
         dlock__composite_fail(op, DLOCK_ETIMEDOUT,
-                              "redlock: %zu of %zu members, %zu needed, validity %lld ms",
-                              op->got, cp->n, cp->quorum, (long long)op->validity);
+                              "redlock: %zu of %zu members, %zu needed, validity %lld ms", op->got,
+                              cp->n, cp->quorum, (long long)op->validity);
     else
         dlock__composite_fail(op, op->error, "redlock: no quorum; a member said %s",
                               dlock_err_name(op->error));

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* round.c — a round: one call sent to several members of a composite at once, their
  * answers gathered on the composite's home loop, and the round decided as soon as its
  * outcome is known (a quorum said yes, or too many said no to reach one), when every member

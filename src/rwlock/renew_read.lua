@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: MIT
 -- renew_read.lua — the watchdog's renewal of read holds: this client's own holds only.
 --
 -- For each lock, the reader's every hold gets its lease again (its timeout key is set

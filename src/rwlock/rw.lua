@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: MIT
 -- rw.lua — every operation of the read-write lock (Redisson RReadWriteLock).
 --
 -- One script for both halves, because they share the same bookkeeping: a dlock reader

@@ -1,11 +1,12 @@
+/* SPDX-License-Identifier: MIT */
 /* rwlock.c — the read-write lock (Redisson RReadWriteLock): two dlock_lock halves over one
  * hash, each a kind of lock (lock/lock_engine.h), so every lock call works on each half.
  *
  * Redis layout (wire-compatible with Redisson, see REDIS_LAYOUT.md):
  *   N                                              hash: mode -> read|write; reader
  *                                                  "<client-id>:<owner>" -> read holds;
- *                                                  writer "<client-id>:<owner>:write" -> write holds
- *   {N}:<client-id>:<owner>:rwlock_timeout:<k>     string per read hold k, its own lease
+ *                                                  writer "<client-id>:<owner>:write" -> write
+ * holds {N}:<client-id>:<owner>:rwlock_timeout:<k>     string per read hold k, its own lease
  *   redisson_rwlock:{N}                            channel: "0" read release freed it,
  *                                                  "1" write release (every waiter looks)
  *   {N}:rwlock_writers                             dlock only: sorted set of waiting writers
@@ -184,9 +185,13 @@ int dlock_rwlock_new(dlock_client *c, const char *name, dlock_rwlock **out) {
     return DLOCK_OK;
 }
 
-dlock_lock *dlock_rwlock_read(dlock_rwlock *rw) { return rw ? rw->read : NULL; }
+dlock_lock *dlock_rwlock_read(dlock_rwlock *rw) {
+    return rw ? rw->read : NULL;
+}
 
-dlock_lock *dlock_rwlock_write(dlock_rwlock *rw) { return rw ? rw->write : NULL; }
+dlock_lock *dlock_rwlock_write(dlock_rwlock *rw) {
+    return rw ? rw->write : NULL;
+}
 
 void dlock_rwlock_free(dlock_rwlock *rw) {
     if (!rw)

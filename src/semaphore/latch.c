@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* latch.c — the count-down latch (Redisson RCountDownLatch).
  *
  * Redis layout (wire-compatible with Redisson, see REDIS_LAYOUT.md):

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: MIT
 -- latch_count_down.lua — count down by one; at zero the latch is deleted and its waiters
 -- released.
 --

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: MIT
 -- latch_try_set.lua — set the count of a latch that is unset or finished (trySetCount).
 --
 -- KEYS[1]  the latch N: a string, the remaining count (absent: unset or finished)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* permits.c — the permit-expirable semaphore (Redisson RPermitExpirableSemaphore).
  *
  * Redis layout (wire-compatible with Redisson, see REDIS_LAYOUT.md):

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: MIT
 -- permits.lua — every operation of the permit-expirable semaphore (RPermitExpirableSemaphore).
 --
 -- One script for all of them, because each must begin the same way: give back the

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: MIT
 -- sem_acquire.lua — take permits if that many are available.
 --
 -- KEYS[1]  the semaphore N

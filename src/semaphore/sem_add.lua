@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: MIT
 -- sem_add.lua — add permits (a negative delta takes them away; the count may go below 0).
 --
 -- KEYS[1]  the semaphore N

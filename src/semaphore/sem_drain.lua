@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: MIT
 -- sem_drain.lua — take every available permit at once.
 --
 -- KEYS[1]  the semaphore N

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: MIT
 -- sem_release.lua — give permits back (no owner: anybody may, as in Redisson).
 --
 -- KEYS[1]  the semaphore N

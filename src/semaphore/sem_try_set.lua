@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: MIT
 -- sem_try_set.lua — set a semaphore's permits if it does not exist yet (trySetPermits).
 --
 -- KEYS[1]  the semaphore N: a string, the available permits

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* semaphore.c — the semaphore (Redisson RSemaphore).
  *
  * Redis layout (wire-compatible with Redisson, see REDIS_LAYOUT.md):

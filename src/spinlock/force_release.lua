@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: MIT
 -- force_release.lua — the spin lock's forceUnlock: delete N whoever holds it, publishing
 -- nothing (nobody listens: spin waiters look again by their backoff).
 --

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: MIT
 -- release.lua — the spin lock's unlock: one hold less; the last one deletes the lock.
 -- Nothing is published: a spin lock's waiters listen on no channel, they look again when
 -- their backoff says (Redisson's RSpinLock unlocks the same way, without PUBLISH).

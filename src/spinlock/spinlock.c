@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* spinlock.c — the spin lock (Redisson RSpinLock): a reentrant lock without pub/sub. A busy
  * owner does not subscribe to anything; it tries again after an exponential backoff. Like
  * the fair lock, it is a kind table on the lock engine (lock/lock_engine.h): everything but

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_bad_input_client.c — the bad-input catalogue (tests/support/bad_input.h) for
  * dlock/error.h, dlock/client.h and the client options: every call with each invalid
  * argument it can get returns its documented code and Redis sees nothing. Option times

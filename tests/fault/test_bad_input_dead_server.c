@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_bad_input_dead_server.c — a client whose server died: every call that needs Redis
  * fails with DLOCK_ECONN within timeout_ms x (retry_attempts + 1), nothing hangs, and the
  * client works again once the server is back. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_bad_input_latch.c — the bad-input catalogue (tests/support/bad_input.h) for
  * dlock/latch.h: every call with each invalid argument it can get returns its documented
  * code and Redis sees nothing. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_bad_input_multilock.c — the bad-input catalogue (tests/support/bad_input.h) for
  * dlock/multilock.h (MultiLock and RedLock): every call with each invalid argument it can
  * get returns its documented code and Redis sees nothing; a composite on a member's loop

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_bad_input_semaphore.c — the bad-input catalogue (tests/support/bad_input.h) for
  * dlock/semaphore.h (semaphores and expirable permits): every call with each invalid
  * argument it can get returns its documented code and Redis sees nothing. Also: a permit

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_bad_input_wrong_type.c — keys of another type under the objects' names: every call
  * that reads or writes such a key is DLOCK_EREDIS (WRONGTYPE, the server's text in
  * dlock_last_error()) and the keys stay exactly as they were (bad_redis_state,

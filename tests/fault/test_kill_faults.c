@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_kill_faults.c — command connections killed under load, with the mutual-exclusion
  * checker (tests/support/checker.h) watching every critical section. Subscriber
  * connections killed: test_kill_subscribers.c; a paused holder: test_kill_paused_holder.c.

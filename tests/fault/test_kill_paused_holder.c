@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_kill_paused_holder.c — a holder paused past its lease.
  *
  * What is proven:

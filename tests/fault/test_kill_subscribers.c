@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_kill_subscribers.c — subscriber connections killed while waiters wait, with the
  * mutual-exclusion checker (tests/support/checker.h) watching every critical section.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_protocol_violations.c — a server (or anything on the path) that sends what the
  * protocol does not allow costs the client one connection, never the process.
  *

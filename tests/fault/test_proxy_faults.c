@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_proxy_faults.c — network faults between a client and Redis, made by the fault proxy
  * (tests/support/fault_proxy.h): lost replies, dropped connections, partitions, slow
  * replies.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_proxy_partition.c — the proxy_faults tests of test_proxy_faults.c, split from it by concern:
  * partition. Helpers: tests/support/proxy_helpers.h. Every test starts its own server. */
 #include "proxy_helpers.h"

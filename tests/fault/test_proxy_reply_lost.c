@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_proxy_reply_lost.c — the proxy_faults tests of test_proxy_faults.c, split from it by
  * concern: reply lost. Helpers: tests/support/proxy_helpers.h. Every test starts its own server. */
 #include "proxy_helpers.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_sentinel_failover.c — failovers under clients of a redis-sentinel:// URL:
  *   - SENTINEL FAILOVER, and a SIGKILLed master, while 2 clients x 4 threads loop on 4 locks
  *     under the mutual-exclusion checker: no two sections of a lock overlap, and both

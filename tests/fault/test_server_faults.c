@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_server_faults.c — faults of the Redis server itself, with the clients connected to
  * it directly: restarts (with and without persistence), a paused server, a script cache
  * flushed under load, and a server out of memory.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_reply_shape.c — libFuzzer target: any bytes through hiredis' RESP reader, as a server
  * or a proxy could send them, and every reply that comes out through every script's shape
  * check (reply_shape.h), the renewal check and the error text: no crash, no UB, no leak,

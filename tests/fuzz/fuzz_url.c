@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_url.c — libFuzzer target: dlock__url_parse and dlock__url_masked on any bytes.
  *
  * Two properties beyond "no crash, no UB, no leak":

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tests/fuzz/run.sh — build the libFuzzer targets (build-fuzz/, clang) and run each for
 # FUZZ_SECONDS (default 60) from a scratch copy of its seed corpus (tests/fuzz/corpus/<target>
 # is left as it is; new inputs stay in build-fuzz/corpus/). A crash, a leak, UB or a timeout

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_acl_channels.c — a user whose ACL has no channels (Redis 7 gives new users
  * `resetchannels` by default): the server refuses its SUBSCRIBE.
  *
@@ -77,7 +78,8 @@ static void test_lock_waiter_without_channel_permission_fails_promptly_with_enop
 
     long long before = connections(f);
     char url[PATH_MAX + 64];
-    dlock_client *c = connect_client_cfg(NULL, (test_client_cfg){.url = user_url(f, url, sizeof(url))});
+    dlock_client *c =
+        connect_client_cfg(NULL, (test_client_cfg){.url = user_url(f, url, sizeof(url))});
     dlock_lock *l;
     ASSERT_RC(dlock_lock_new(c, "acl-lock", &l), DLOCK_OK);
     int64_t t0 = test_now_ms();
@@ -101,15 +103,16 @@ static void test_lock_waiter_without_channel_permission_fails_promptly_with_enop
     redis_fixture_stop(f);
 }
 
-static void test_semaphore_waiter_without_channel_permission_fails_promptly_with_enoperm(
-    void **state) {
+static void
+test_semaphore_waiter_without_channel_permission_fails_promptly_with_enoperm(void **state) {
     (void)state;
     test_watchdog_arm(60, __func__);
     redis_fixture *f = start_server();
     add_user_without_channels(f);
     long long before = connections(f);
     char url[PATH_MAX + 64];
-    dlock_client *c = connect_client_cfg(NULL, (test_client_cfg){.url = user_url(f, url, sizeof(url))});
+    dlock_client *c =
+        connect_client_cfg(NULL, (test_client_cfg){.url = user_url(f, url, sizeof(url))});
     dlock_semaphore *s;
     ASSERT_RC(dlock_semaphore_new(c, "acl-sem", &s), DLOCK_OK); /* no permits: it waits */
     int64_t t0 = test_now_ms();
@@ -140,7 +143,8 @@ static void test_second_waiter_after_a_refusal_is_refused_too(void **state) {
     redis_fixture *f = start_server();
     add_user_without_channels(f);
     char url[PATH_MAX + 64];
-    dlock_client *c = connect_client_cfg(NULL, (test_client_cfg){.url = user_url(f, url, sizeof(url))});
+    dlock_client *c =
+        connect_client_cfg(NULL, (test_client_cfg){.url = user_url(f, url, sizeof(url))});
     dlock_semaphore *s;
     ASSERT_RC(dlock_semaphore_new(c, "acl-sem2", &s), DLOCK_OK);
     for (int i = 0; i < 3; i++) {
@@ -161,7 +165,8 @@ static void test_release_whose_publish_is_refused_is_enoperm_naming_the_user(voi
     redis_fixture *f = start_server();
     add_user_without_channels(f);
     char url[PATH_MAX + 64];
-    dlock_client *c = connect_client_cfg(NULL, (test_client_cfg){.url = user_url(f, url, sizeof(url))});
+    dlock_client *c =
+        connect_client_cfg(NULL, (test_client_cfg){.url = user_url(f, url, sizeof(url))});
     dlock_lock *l;
     ASSERT_RC(dlock_lock_new(c, "acl-release", &l), DLOCK_OK);
     ASSERT_RC(dlock_lock_acquire(l, 30000), DLOCK_OK); /* no wait: no SUBSCRIBE */

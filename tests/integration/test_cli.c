@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_cli.c — the dlock command-line tool (tools/), driven as a user drives it, against a
  * real redis-server.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_cli_run.c — the cli tests of test_cli.c, split from it by concern: dlock run. Helpers:
  * tests/support/cli_helpers.h. Every test starts its own server. */
 #include "cli_helpers.h"

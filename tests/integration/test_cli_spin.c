@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_cli_spin.c — `dlock run --spin` and what `dlock inspect` says of a spin lock, against
  * a real redis-server: a run holds the spin lock while its command runs (no DLOCK_TEST
  * token: it is not fenced), a second run waits by backoff and gets it after the first, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_client.c — the client against a real redis-server: transports, credentials,
  * database selection, connection failures, kills and reconnects, the script cache, many
  * threads through one client, the loop-thread rules, and closing with work in flight. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_client_stats.c — dlock_client_stats(): the gauges follow a waiter and a holder on one
  * client (calls in flight, waits, leases held, subscriptions), and the counters move with
  * what the client lives through (renewals, messages, a lease lost to a force release, a

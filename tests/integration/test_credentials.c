@@ -1,10 +1,11 @@
+/* SPDX-License-Identifier: MIT */
 /* test_credentials.c — credentials in errors and output.
  *
  * What is proven: AUTH with a password against a server that has none configured is
  * DLOCK_EAUTH (a credentials problem, not a server error); a connection that fails names
  * the host:port or socket path it tried and never the password; the tool (tools/, run
- * through tests/support/cli_run.h: $DLOCK_CLI or <build>/tools/dlock) prints no password whether the URL
- * comes from $DLOCK_URL or --url, as userinfo or as ?password=; and `dlock run` by a user
+ * through tests/support/cli_run.h: $DLOCK_CLI or <build>/tools/dlock) prints no password whether
+ * the URL comes from $DLOCK_URL or --url, as userinfo or as ?password=; and `dlock run` by a user
  * whose ACL has no channels exits 77 instead of waiting. */
 #include <fcntl.h>
 #include <limits.h>
@@ -154,7 +155,8 @@ static void test_cli_run_without_channel_permission_exits_77(void **state) {
     char url[PATH_MAX + 64];
     snprintf(url, sizeof(url), "unix://%s?user=nochan&password=" SECRET, redis_fixture_socket(f));
     long long before = redis_fixture_info_int(f, "stats", "total_connections_received");
-    static const char *const args[] = {"-v", "run", "acl-run", "--wait", "20000", "--", "true", NULL};
+    static const char *const args[] = {"-v",    "run", "acl-run", "--wait",
+                                       "20000", "--",  "true",    NULL};
     int64_t t0 = test_now_ms();
     char output[8192];
     int status = run_cli(url, args, 20000, output, sizeof(output));

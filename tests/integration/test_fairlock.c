@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_fairlock.c — the fair lock (RFairLock) of src/fairlock/, blocking face, against a
  * real redis-server: hold counts and ownership as the reentrant lock; that a release
  * publishes "0" on the first waiter's channel only (no herd); the hand-off to a sleeping

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_fairlock_async.c — the fair lock's bad input (each DLOCK_EINVAL without any I/O, a
  * key of another type) and its async face: 500 async waiters of two clients served in queue
  * order, and a handle freed under a waiting acquire leaves the queue without delaying the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_fairlock_layout.c — the fair lock's layout in Redis (docs/fairlock.md), read back with
  * plain commands: the queue list in arrival order, dlock's deadlines in {N}:fair_waiters at
  * the server's TIME + fair_wait_ms, Redisson's chained scores in redisson_lock_timeout:{N},

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_fairlock_liveness.c — the fair lock's waiters that stopped refreshing and those that
  * did not: a newcomer never overtakes a waiter whose deadline has not passed; every waiter
  * whose deadline passed is dropped, not only the first; a SIGKILLed waiting process costs

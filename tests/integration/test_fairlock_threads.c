@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_fairlock_threads.c — the fair lock (RFairLock) under threads of several clients:
  * waiters get it in the order they came, across threads and clients, and never two at
  * once. Runs under ThreadSanitizer too (the file name has "threads").

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_handle_free.c — freeing a handle while a call on it waits, for every primitive
  * (lock, fair lock, read-write lock, semaphore, expiring-permit semaphore, latch), on the
  * application's own libev loop and on a blocking client's own loop thread.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_latch.c — the count-down latch (Redisson RCountDownLatch) of src/semaphore/latch.c
  * against a real redis-server: counting down and awaiting. Its layout and lost messages:
  * test_latch_layout.c; bad input and the async face: test_latch_async.c.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_latch_async.c — the count-down latch's bad input (DLOCK_EINVAL with no I/O, a key
  * of another type) and its async face on the application's own libev loop.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_latch_layout.c — the count-down latch's Redis layout, read back with plain commands
  * (the count string, deleted at zero, and the "redisson_countdownlatch__channel__{N}"
  * channel with "1" on set and "0" at zero), and lost "0" messages (subscriber connection

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_lock.c — the reentrant lock (RLock) and the fenced lock (RFencedLock) of
  * src/lock/lock.c, blocking face, against a real redis-server.
  *

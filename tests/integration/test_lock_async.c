@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_lock_async.c — the async face of the lock on the application's own libev loop
  * (dlock_client_new_on_loop): explicit owners, hand-off between two owners of one client,
  * completion callbacks called exactly once and never inside the call that started them,

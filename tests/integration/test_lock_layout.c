@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_lock_layout.c — the lock tests of test_lock.c, split from it by concern: the layout in
  * Redis; bad input. Helpers: tests/support/lock_helpers.h. Every test starts its own server. */
 #include "lock_helpers.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_lock_leases.c — the lock tests of test_lock.c, split from it by concern: ttl and leases; a
  * holder process killed; hand-off and no polling; lost leases; force release. Helpers:
  * tests/support/lock_helpers.h. Every test starts its own server. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_lock_refused_release.c — a last release Redis refuses changes nothing, also for
  * the watchdog: the lock stays held in Redis and renewed, and the owner's release after the
  * refusal is lifted succeeds (not DLOCK_ELOST).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_lock_threads.c — mutual exclusion of the reentrant and fenced lock under contention:
  * many threads of two clients (two client ids) on one lock, checked by a small in-process
  * checker. Runs under ThreadSanitizer too (the file name has "threads").

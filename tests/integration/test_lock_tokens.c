@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_lock_tokens.c — the lock tests of test_lock.c, split from it by concern: fencing tokens;
  * resends are applied once. Helpers: tests/support/lock_helpers.h. Every test starts its own
  * server. */

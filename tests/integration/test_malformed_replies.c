@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_malformed_replies.c — replies dlock must survive, against a real redis-server: values
  * at the edge of what a script or a waiter can be told (a remaining lease of INT64_MAX, a
  * hold count of INT64_MAX, a fencing counter that went back) neither overflow nor come back

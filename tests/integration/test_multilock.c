@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_multilock.c — the MultiLock of src/multilock/multilock.c (dlock_multilock_new),
  * blocking face, against three real redis-servers (one client each).
  *

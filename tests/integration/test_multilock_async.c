@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_multilock_async.c — the MultiLock's async face (dlock_lock_acquire_async /
  * dlock_lock_release_async on a dlock_multilock_new handle), against three real
  * redis-servers, the members' clients on the application's own libev loop (polled by the
@@ -250,8 +251,7 @@ test_freeing_it_while_an_acquire_waits_ends_it_once_canceled_and_gives_back_ever
     dlock_lock_free(a.m); /* on the loop thread: returns at once */
     a.m = NULL;
     ASSERT_RC(wait_done(&a, &acq), DLOCK_ECANCELED);
-    RUN_LOOP_UNTIL(a.loop, ok, holds_of(&a, 0) == 0 && holds_of(&a, 1) == 0,
-                   test_slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok, holds_of(&a, 0) == 0 && holds_of(&a, 1) == 0, test_slack_ms(5000));
     assert_true(ok);
     /* the busy member, granted once freed: its late yes gives itself back */
     long long scripts = script_calls(a.f[2]);
@@ -263,8 +263,8 @@ test_freeing_it_while_an_acquire_waits_ends_it_once_canceled_and_gives_back_ever
                    test_slack_ms(5000));
     if (!ok)
         fail_msg("%s: %lld scripts since, exists %lld, our holds %lld", names[2],
-                 script_calls(a.f[2]) - scripts,
-                 redis_fixture_int(a.f[2], "EXISTS %s", names[2]), holds_of(&a, 2));
+                 script_calls(a.f[2]) - scripts, redis_fixture_int(a.f[2], "EXISTS %s", names[2]),
+                 holds_of(&a, 2));
     assert_int_equal(atomic_load(&acq.calls), 1);
     dlock_lock_free(holder);
     ASSERT_RC(dlock_client_free(other), DLOCK_OK);

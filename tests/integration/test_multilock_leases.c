@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_multilock_leases.c — the multilock tests of test_multilock.c, split from it by concern:
  * leases; lost members. Helpers: tests/support/multilock_helpers.h. Every test starts its own
  * server. */

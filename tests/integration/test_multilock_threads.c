@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_multilock_threads.c — the multilock tests of test_multilock.c, split from it by concern: two
  * threads. Helpers: tests/support/multilock_helpers.h. Every test starts its own server. */
 #include "multilock_helpers.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_permits.c — the permit-expirable semaphore (Redisson RPermitExpirableSemaphore) of
  * src/semaphore/permits.c, blocking and async faces, against a real redis-server.
  *

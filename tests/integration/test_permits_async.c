@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_permits_async.c — the permits tests of test_permits.c, split from it by concern: bad input;
  * the async face. Helpers: tests/support/permits_helpers.h. Every test starts its own server. */
 #include "permits_helpers.h"

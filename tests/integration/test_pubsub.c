@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_pubsub.c — the pub/sub router (src/core/pubsub.c) against a real redis-server.
  *
  * What is proven: a listener gets every PUBLISH on its channel, byte for byte, after its

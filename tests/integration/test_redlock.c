@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_redlock.c — the RedLock of src/multilock/multilock.c (dlock_redlock_new), blocking
  * face, against five real redis-servers, one client (or one per process) on each: the
  * members are locks of one name, "rl", on five independent masters.

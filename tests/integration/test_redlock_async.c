@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_redlock_async.c — the RedLock's async face (dlock_lock_acquire_async /
  * dlock_lock_release_async on a dlock_redlock_new handle), against five real
  * redis-servers, the members' clients on the application's own libev loop (polled by the
@@ -277,8 +278,7 @@ static void test_a_query_with_two_masters_paused_costs_one_time_out_not_two(void
     close_redlock(&a);
 }
 
-static void
-test_freeing_it_with_a_round_in_flight_ends_it_once_canceled_and_gives_everything_back(
+static void test_freeing_it_with_a_round_in_flight_ends_it_once_canceled_and_gives_everything_back(
     void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_redlock_checker.c — the redlock tests of test_redlock.c, split from it by concern: the
  * checker across processes. Helpers: tests/support/redlock_helpers.h. Every test starts its own
  * server. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_redlock_faults.c — the redlock tests of test_redlock.c, split from it by concern: stopped
  * masters; a paused master; the members are asked at once. Helpers:
  * tests/support/redlock_helpers.h. Every test starts its own server. */

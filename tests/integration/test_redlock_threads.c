@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_redlock_threads.c — the composites of src/multilock under threads: mutual exclusion
  * of a RedLock over five real redis-servers between threads of two applications (two sets
  * of five clients), several threads sharing one RedLock handle (each thread an owner of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_redlock_tokens.c — the redlock tests of test_redlock.c, split from it by concern: fencing
  * tokens. Helpers: tests/support/redlock_helpers.h. Every test starts its own server. */
 #include "redlock_helpers.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_rwlock.c — the read-write lock (Redisson RReadWriteLock) of src/rwlock, blocking face
  * (and one async test), against a real redis-server.
  *

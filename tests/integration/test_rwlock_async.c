@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_rwlock_async.c — the rwlock tests of test_rwlock.c, split from it by concern: the async face
  * on a half. Helpers: tests/support/rwlock_helpers.h. Every test starts its own server. */
 #include "rwlock_helpers.h"

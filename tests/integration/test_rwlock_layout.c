@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_rwlock_layout.c — the rwlock tests of test_rwlock.c, split from it by concern: the layout;
  * bad input; resends are applied once. Helpers: tests/support/rwlock_helpers.h. Every test starts
  * its own server. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_rwlock_leases.c — the rwlock tests of test_rwlock.c, split from it by concern: reader
  * leases; the watchdog; a reader process killed; force release and the lost signal. Helpers:
  * tests/support/rwlock_helpers.h. Every test starts its own server. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_rwlock_threads.c — the read-write lock under contention: many threads of two clients
  * (two client ids) on one lock, checked by a small in-process checker; a writer that must
  * get in under a continuous stream of readers (dlock's writer priority); and 16 reader

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_script_effects.c — a call that reports failure changed nothing in Redis, and a call
  * that changed something does not report failure, for the scripts of the lock, the fenced
  * lock, the semaphore, the permit-expirable semaphore and the latch.
@@ -240,8 +241,14 @@ static void test_fenced_acquire_with_a_token_that_is_no_integer_takes_nothing(vo
     world w;
     world_start(&w);
     /* INCR takes none of these (out of range, leading zero, sign, exponent, space) */
-    static const char *const BAD[] = {"abc", "9223372036854775808", "-9223372036854775809",
-                                      "99999999999999999999", "01", "+1", "1e3", "1.5"};
+    static const char *const BAD[] = {"abc",
+                                      "9223372036854775808",
+                                      "-9223372036854775809",
+                                      "99999999999999999999",
+                                      "01",
+                                      "+1",
+                                      "1e3",
+                                      "1.5"};
     for (size_t i = 0; i < sizeof(BAD) / sizeof(BAD[0]); i++)
         acquire_refused_with_token(&w, BAD[i], "WRONGTYPE " TOKEN_KEY);
     world_stop(&w);
@@ -442,8 +449,7 @@ static void test_latch_calls_without_channel_permission_change_nothing(void **st
 
     char *before = db_state(w.f);
     bool was_set = true;
-    ASSERT_FAILED_UNCHANGED(&w, before, dlock_latch_try_set_count(l, 2, &was_set),
-                            DLOCK_ENOPERM);
+    ASSERT_FAILED_UNCHANGED(&w, before, dlock_latch_try_set_count(l, 2, &was_set), DLOCK_ENOPERM);
     assert_string_key(w.f, "effects-latch", NULL);
 
     /* counting down to 1 publishes nothing: it succeeds and counts */

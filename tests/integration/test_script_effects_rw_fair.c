@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_script_effects_rw_fair.c — a read-write or fair lock call that reports failure
  * changed nothing in Redis, and one that reports success did change it.
  *
@@ -33,7 +34,8 @@ static dlock_client *connect_without_channels(redis_fixture *f) {
 }
 
 /* rc is a failure and Redis is as `before` was. */
-static void assert_failed_unchanged(redis_fixture *f, int rc, const char *before, const char *what) {
+static void assert_failed_unchanged(redis_fixture *f, int rc, const char *before,
+                                    const char *what) {
     if (rc == DLOCK_OK)
         fail_msg("%s: DLOCK_OK, expected a refused PUBLISH", what);
     char *after = db_state(f);
@@ -67,8 +69,8 @@ static void scene_close(scene *s) {
     redis_fixture_stop(s->f);
 }
 
-static void test_last_read_release_refused_its_publish_leaves_the_read_lock_as_it_was(
-    void **state) {
+static void
+test_last_read_release_refused_its_publish_leaves_the_read_lock_as_it_was(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     scene s;
@@ -113,8 +115,8 @@ static void put_waiter_in_line(redis_fixture *f, const char *name) {
     long long now = atoll(r->element[0]->str) * 1000;
     freeReplyObject(r);
     freeReplyObject(redis_fixture_cmd(f, "RPUSH redisson_lock_queue:{%s} x:1", name));
-    freeReplyObject(redis_fixture_cmd(f, "ZADD redisson_lock_timeout:{%s} %lld x:1", name,
-                                      now + 600000));
+    freeReplyObject(
+        redis_fixture_cmd(f, "ZADD redisson_lock_timeout:{%s} %lld x:1", name, now + 600000));
     freeReplyObject(redis_fixture_cmd(f, "ZADD {%s}:fair_waiters %lld x:1", name, now + 60000));
 }
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_semaphore.c — the semaphore (Redisson RSemaphore) of src/semaphore/semaphore.c,
  * blocking and async faces, against a real redis-server.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_semaphore_async.c — the semaphore tests of test_semaphore.c, split from it by concern: bad
  * input; the async face. Helpers: tests/support/semaphore_helpers.h. Every test starts its own
  * server. */

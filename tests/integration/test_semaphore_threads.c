@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_semaphore_threads.c — the semaphore under contention: many threads of two clients
  * (two client ids) on one semaphore, checked by a small in-process checker. Runs under
  * ThreadSanitizer too (the file name has "threads").

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_semaphore_waiting.c — the semaphore tests of test_semaphore.c, split from it by concern:
  * waking and waiting; arrival order. Helpers: tests/support/semaphore_helpers.h. Every test starts
  * its own server. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_sentinel.c — a client of a redis-sentinel:// URL finds the master through the
  * sentinels: a sentinel that cannot be reached is skipped at once, one that does not answer
  * after connect_timeout_ms, a master name no sentinel knows is a clear DLOCK_EINVAL at once,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_sentinel_cli.c — the dlock tool with a redis-sentinel:// URL: `dlock run` holds its
  * lock on the master the sentinels name, `dlock inspect` says which master it read (table
  * and JSON), a master name no sentinel knows is exit 64 naming it, and the sentinel password

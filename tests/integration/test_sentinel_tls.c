@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_sentinel_tls.c — rediss-sentinel://: the sentinels and the master are reached over
  * TLS only (every port of the fixture is TLS), the master found and used, a wake-up by
  * message included; and a failover followed over TLS. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_spinlock.c — the spin lock (Redisson RSpinLock) of src/spinlock/, against a real
  * redis-server: the reentrant lock's hash and nothing else in Redis; a busy owner waits by
  * backoff (1 ms doubling to 128 ms), so a wait sends a bounded number of attempts and no

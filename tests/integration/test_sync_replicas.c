@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_sync_replicas.c — ?sync_replicas: a WAIT after every write, and what too few
  * acknowledgements do. A master (TCP, for its replica) and one replica (REPLICAOF) for the
  * whole file; a test that pauses the replica (SIGSTOP: it acknowledges nothing) resumes it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_sync_replicas_semaphore.c — ?sync_replicas for the semaphore and the expiring-permits
  * semaphore: an acquisition too few replicas acknowledged is given back, every other write
  * stands. A master and one replica for the whole file (replica_pair.h); a test that pauses

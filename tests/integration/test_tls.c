@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_tls.c — rediss:// against a redis-server that speaks TLS only (tests/support/
  * tls_fixture.h: certificates made by the openssl tool at test time).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_wait.c — the waiting engine (src/core/wait.c) against a real redis-server.
  *
  * A test waiter stands in for a primitive: its object is "free" when a key exists, so an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_wait_cancel.c — the wait tests of test_wait.c, split from it by concern: cancel and the end.
  * Helpers: tests/support/wait_helpers.h. Every test starts its own server. */
 #include "wait_helpers.h"

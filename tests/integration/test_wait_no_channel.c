@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_wait_no_channel.c — the waiting engine (src/core/wait.c) for an object that
  * publishes nothing (channel NULL, as the spin lock waits), against a real redis-server.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_watchdog.c — the watchdog (src/core/renew.c) against a real redis-server.
  *
  * A lease here is what a lock's acquire leaves in Redis: a hash with one owner field and a

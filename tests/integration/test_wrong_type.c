@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_wrong_type.c — a string that is not an integer under the name of a semaphore, an
  * expiring-permit semaphore or a latch.
  *
@@ -30,8 +31,19 @@
 
 /* Values that are not a base-10 int64 although Lua's tonumber or strtoll takes some. */
 static const char *const NOT_INTEGERS[] = {
-    "abc", "12abc", " 5", "5 ", "1e3", "3.0", "+7", "007", "-0", "-", "9223372036854775808",
-    "-9223372036854775809", "",
+    "abc",
+    "12abc",
+    " 5",
+    "5 ",
+    "1e3",
+    "3.0",
+    "+7",
+    "007",
+    "-0",
+    "-",
+    "9223372036854775808",
+    "-9223372036854775809",
+    "",
 };
 #define N_NOT_INTEGERS (sizeof(NOT_INTEGERS) / sizeof(NOT_INTEGERS[0]))
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* redisson_peer.h — the real Redisson client (redisson-cli) as a peer of a dlock test.
  *
  * $DLOCK_REDISSON_CLI names the launcher of the Redisson 3.52.0 command-line client (its
@@ -146,8 +147,8 @@ static inline void rj_wait_line(rj_peer *p, const char *event, int64_t timeout_m
         if (test_now_ms() >= until || rj_ended(p)) {
             if (rj_find(p, event, line, size))
                 return;
-            fail_msg("Redisson peer %s: no \"%s\" within %lld ms (exit %d; see %s)", p->tag,
-                     event, (long long)timeout_ms, p->status, p->log);
+            fail_msg("Redisson peer %s: no \"%s\" within %lld ms (exit %d; see %s)", p->tag, event,
+                     (long long)timeout_ms, p->status, p->log);
         }
         test_sleep_ms(5);
     }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_redisson_defects.c — the two ways dlock once went wrong beside the real Redisson
  * 3.52.0 client (issue 15), each with a Redisson peer (redisson-cli) on the same server.
  *
@@ -117,8 +118,8 @@ static void wait_queue_len(redis_fixture *f, long long n) {
         fail_msg("queue length %lld, expected %lld", queue_len(f), n);
 }
 
-static void test_mixed_fair_line_is_served_in_arrival_order_across_redisson_acquisitions(
-    void **state) {
+static void
+test_mixed_fair_line_is_served_in_arrival_order_across_redisson_acquisitions(void **state) {
     (void)state;
     SKIP_WITHOUT_REDISSON();
     test_watchdog_arm(BUDGET_S, __func__);

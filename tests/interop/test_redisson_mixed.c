@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_redisson_mixed.c — each primitive shared by dlock and the real Redisson 3.52.0 client
  * (redisson-cli) on one server.
  *
@@ -172,7 +173,8 @@ static void run_mixed_loop(lock_kind kind, const char *name) {
     char rounds[16];
     snprintf(rounds, sizeof(rounds), "%d", JAVA_ROUNDS);
     rj_peer j;
-    rj_start(&j, f, "J", 0, (const char *const[]){"loop", name, rounds, java_kind[kind], "500", NULL});
+    rj_start(&j, f, "J", 0,
+             (const char *const[]){"loop", name, rounds, java_kind[kind], "500", NULL});
     char line[LINE_MAX_LEN];
     rj_wait_line(&j, "loop-begin", peer_ms(0), line, sizeof(line));
 
@@ -224,7 +226,8 @@ static void test_lock_rounds_of_redisson_and_dlock_never_overlap_and_all_count(v
     run_mixed_loop(KIND_LOCK, "mixed-lock");
 }
 
-static void test_fenced_rounds_of_both_never_overlap_and_tokens_rise_across_languages(void **state) {
+static void
+test_fenced_rounds_of_both_never_overlap_and_tokens_rise_across_languages(void **state) {
     (void)state;
     SKIP_WITHOUT_REDISSON();
     test_watchdog_arm(BUDGET_S, __func__);
@@ -238,8 +241,8 @@ static void test_fair_rounds_of_both_never_overlap_and_all_count(void **state) {
     run_mixed_loop(KIND_FAIR, "mixed-fair");
 }
 
-static void test_write_rounds_of_both_never_overlap_and_dlock_readers_never_see_a_writer(
-    void **state) {
+static void
+test_write_rounds_of_both_never_overlap_and_dlock_readers_never_see_a_writer(void **state) {
     (void)state;
     SKIP_WITHOUT_REDISSON();
     test_watchdog_arm(BUDGET_S, __func__);
@@ -248,8 +251,8 @@ static void test_write_rounds_of_both_never_overlap_and_dlock_readers_never_see_
 
 /* ---- semaphore, expiring permits, latch ---------------------------------------------------- */
 
-static void test_semaphore_permits_held_by_redisson_keep_dlock_out_and_come_back_exactly(
-    void **state) {
+static void
+test_semaphore_permits_held_by_redisson_keep_dlock_out_and_come_back_exactly(void **state) {
     (void)state;
     SKIP_WITHOUT_REDISSON();
     test_watchdog_arm(BUDGET_S, __func__);
@@ -291,8 +294,8 @@ static void test_semaphore_permits_held_by_redisson_keep_dlock_out_and_come_back
     redis_fixture_stop(f);
 }
 
-static void test_expiring_permit_of_redisson_keeps_dlock_out_until_released_or_expired(
-    void **state) {
+static void
+test_expiring_permit_of_redisson_keeps_dlock_out_until_released_or_expired(void **state) {
     (void)state;
     SKIP_WITHOUT_REDISSON();
     test_watchdog_arm(BUDGET_S, __func__);
@@ -314,8 +317,7 @@ static void test_expiring_permit_of_redisson_keeps_dlock_out_until_released_or_e
     assert_int_equal(rj_wait_exit(&j1, peer_ms(1500)), 0);
     /* a dlock permit keeps a Redisson acquirer out */
     rj_peer j2;
-    rj_start(&j2, f, "P2", 0,
-             (const char *const[]){"pes", "pes", "-1", "5000", "10", "300", NULL});
+    rj_start(&j2, f, "P2", 0, (const char *const[]){"pes", "pes", "-1", "5000", "10", "300", NULL});
     assert_int_equal(rj_wait_exit(&j2, peer_ms(300)), 1);
     ASSERT_RC(dlock_permits_release(p, &id), DLOCK_OK);
     /* a Redisson permit whose 800 ms lease runs out is dlock's to take */

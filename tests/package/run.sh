@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tests/package/run.sh [SOURCE_DIR] — the packaging, proven from outside (ctest label
 # `package`).
 #

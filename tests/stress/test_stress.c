@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_stress.c — mutual exclusion under load: many processes x threads on a few locks,
  * every critical section logged by the shared-memory checker (tests/support/checker.h).
  *
@@ -264,8 +265,8 @@ typedef struct load {
     object_kind kind;
     const char *url;
     int processes, threads, objects;
-    int64_t deadline_ms; /* monotonic; the clock is the same in every process */
-    int write_percent;   /* KIND_RWLOCK: share of sections taken on the write half */
+    int64_t deadline_ms;      /* monotonic; the clock is the same in every process */
+    int write_percent;        /* KIND_RWLOCK: share of sections taken on the write half */
     checker *k[MAX_OBJECTS];  /* the sections (KIND_RWLOCK: the writers'); every error */
     checker *rk[MAX_OBJECTS]; /* KIND_RWLOCK: the readers' sections */
     char name[MAX_OBJECTS][32];
@@ -355,12 +356,12 @@ static void *load_worker_main(void *arg) {
         /* read-write lock: write_percent of the sections write, the rest read */
         const bool write =
             ld->kind != KIND_RWLOCK || (int)(rand_r(&w->seed) % 100) < ld->write_percent;
-        checker *k = ld->k[o];                  /* errors go here whatever the half */
-        checker *sk = write ? k : ld->rk[o];    /* the section's log */
+        checker *k = ld->k[o];               /* errors go here whatever the half */
+        checker *sk = write ? k : ld->rk[o]; /* the section's log */
         int rc = object_take(p, o, write, lease_ms);
         if (rc != DLOCK_OK) {
-            checker_error(k, w->id, "acquire %s%s: %s (%s)", ld->name[o],
-                          write ? "" : " (read)", dlock_err_name(rc), dlock_last_error());
+            checker_error(k, w->id, "acquire %s%s: %s (%s)", ld->name[o], write ? "" : " (read)",
+                          dlock_err_name(rc), dlock_last_error());
             return NULL; /* unfinished */
         }
         long slot = checker_enter(sk, w->id);
@@ -369,8 +370,8 @@ static void *load_worker_main(void *arg) {
             checker_error(k, w->id, "token %s: %s", ld->name[o], dlock_err_name(rc));
         checker_exit(sk, slot, token);
         if ((rc = object_give(p, o, write)) != DLOCK_OK) {
-            checker_error(k, w->id, "release %s%s: %s (%s)", ld->name[o],
-                          write ? "" : " (read)", dlock_err_name(rc), dlock_last_error());
+            checker_error(k, w->id, "release %s%s: %s (%s)", ld->name[o], write ? "" : " (read)",
+                          dlock_err_name(rc), dlock_last_error());
             return NULL;
         }
     }
@@ -531,8 +532,8 @@ static void assert_load_clean(redis_fixture *f, const load *ld, const load_resul
             /* nobody left in the line */
             assert_int_equal(redis_fixture_int(f, "EXISTS redisson_lock_queue:{%s}", ld->name[o]),
                              0);
-            assert_int_equal(
-                redis_fixture_int(f, "EXISTS redisson_lock_timeout:{%s}", ld->name[o]), 0);
+            assert_int_equal(redis_fixture_int(f, "EXISTS redisson_lock_timeout:{%s}", ld->name[o]),
+                             0);
         }
     }
     /* the new kinds leave nothing at all (the read holds' timeout keys included) */

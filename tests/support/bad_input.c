@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bad_input.c — the bad-input catalogue's runner (bad_input.h): the world the rows call
  * into, the fixed and the random invalid values of every kind, reading Redis back with
  * every command counted, and running rows and groups. */

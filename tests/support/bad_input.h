@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bad_input.h — the bad-input catalogue's runner, shared by tests/fault/test_bad_input_*.c.
  *
  * The catalogue: every public call of every header, called with each invalid argument it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* checker.c - the mutual-exclusion checker (checker.h).
  *
  * One anonymous shared mapping per checker holds, in this order: the header (struct
@@ -323,8 +324,8 @@ checker_cross_report checker_check_excluded(checker *exclusive, checker *shared)
         max_at[i] = later ? i : max_at[i - 1];
     }
     int64_t origin = nx && (!ns || x[0].enter_ns < s[0].enter_ns) ? x[0].enter_ns
-                     : ns                                          ? s[0].enter_ns
-                                                                   : 0;
+                     : ns                                         ? s[0].enter_ns
+                                                                  : 0;
     int64_t shared_latest_exit = INT64_MIN;
     for (long j = 0; j < ns; j++) {
         if (s[j].enter_ns < shared_latest_exit)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* checker.h - the mutual-exclusion checker: proves a lock kept its critical sections apart.
  *
  * A checker is a log in shared memory (mmap MAP_SHARED|MAP_ANONYMOUS). Create it before

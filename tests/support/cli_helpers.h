@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cli_helpers.h — the helpers of the cli tests (test_cli.c and the files split from it), written
  * once. Included by those test files only; everything here is static inline. */
 #ifndef DLOCK_TEST_CLI_HELPERS_H

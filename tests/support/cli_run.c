@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cli_run.c — see cli_run.h. */
 #include "cli_run.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cli_run.h — the dlock command-line tool (tools/) run from a test as a user runs it.
  *
  * The tool is found in $DLOCK_CLI, else beside the test program's build tree

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cluster_fixture.c - six cluster nodes started as redis_fixture servers, joined by
  * `redis-cli --cluster create`, watched through CLUSTER INFO / CLUSTER NODES.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cluster_fixture.h - a 6-node Redis Cluster (3 masters + 3 replicas) on loopback.
  *
  * Six redis_fixture servers on free 127.0.0.1 ports (plus their plain unix sockets for

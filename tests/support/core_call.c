@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* core_call.c — see core_call.h. The call is a dlock__op like any public call: it starts
  * on the client's loop thread and the test thread waits for it. */
 #include "core_call.h"
@@ -49,11 +50,11 @@ static void start(dlock__op *op) {
     size_t *lens = malloc(sizeof(size_t) * (size_t)(call->argc ? call->argc : 1));
     for (int i = 0; i < call->argc; i++)
         lens[i] = strlen(call->argv[i]);
-    int rc = call->script < 0
-                 ? dlock__command(op->client, call->flags, on_reply, call, call->argc, call->argv,
-                                  lens)
-                 : dlock__script(op->client, (enum dlock__script_id)call->script, call->flags,
-                                 on_reply, call, call->nkeys, call->argc, call->argv, lens);
+    int rc =
+        call->script < 0
+            ? dlock__command(op->client, call->flags, on_reply, call, call->argc, call->argv, lens)
+            : dlock__script(op->client, (enum dlock__script_id)call->script, call->flags, on_reply,
+                            call, call->nkeys, call->argc, call->argv, lens);
     free(lens);
     if (rc != DLOCK_OK) {
         call->out->status = rc;
@@ -123,4 +124,3 @@ void on_loop(dlock_client *c, loop_fn fn, void *arg) {
     if (rc != DLOCK_OK)
         abort(); /* the client is closed: a broken test, not a result */
 }
-

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* core_call.h — run a command through a dlock client's own command connection, from a
  * test thread, and keep a copy of the reply. Integration tests use it to drive the core
  * below the public API (the command queue, scripts, reconnects) without a primitive. */
@@ -16,8 +17,8 @@ typedef struct core_reply {
     long long integer; /* INTEGER replies */
     char *str;         /* STRING / STATUS / ERROR text, NUL-terminated copy */
     size_t len;
-    size_t count;              /* ARRAY */
-    struct core_reply *elems;  /* ARRAY elements */
+    size_t count;             /* ARRAY */
+    struct core_reply *elems; /* ARRAY elements */
 } core_reply;
 
 /* Blocking: queue argv (NULL-terminated list of C strings) with flags and wait for it. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fairlock_helpers.h — the helpers of the fairlock tests (test_fairlock.c and the files split from
  * it), written once. Included by those test files only; everything here is static inline. */
 #ifndef DLOCK_TEST_FAIRLOCK_HELPERS_H

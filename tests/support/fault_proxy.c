@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fault_proxy.c - the loopback fault-injecting proxy of fault_proxy.h.
  *
  * Data owned here:

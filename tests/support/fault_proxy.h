@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fault_proxy.h - a loopback TCP proxy between a client and a Redis server that injects
  * network faults on command: drop every connection, lose the reply of one request, delay
  * replies, black-hole all traffic (a partition). It is how "reply lost", "slow network"

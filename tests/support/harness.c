@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* harness.c — see harness.h. */
 #include "harness.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* harness.h — the helpers the integration and fault tests share, written once:
  *
  *  - assertions that print the dlock error name and dlock_last_error() text on failure

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* kill_helpers.h — the helpers of the kill tests (tests/fault/test_kill_*.c), written once:
  * a lock of any kind the scenarios run against (plain, fair, read-write), reading a child's
  * report from a pipe within a bound, and forked children of the running test, killed by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* latch_helpers.h — the helpers of the latch tests (test_latch.c and the files split from
  * it), written once: a latch and its count, await's looks (plain GETs), and a blocking
  * await on its own thread left asleep as a waiter. Included by those test files only;

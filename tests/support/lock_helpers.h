@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* lock_helpers.h — the helpers of the lock tests (test_lock.c and the files split from it), written
  * once. Included by those test files only; everything here is static inline. */
 #ifndef DLOCK_TEST_LOCK_HELPERS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* multilock_helpers.h — the helpers of the multilock tests (test_multilock.c and the files split
  * from it), written once. Included by those test files only; everything here is static inline. */
 #ifndef DLOCK_TEST_MULTILOCK_HELPERS_H

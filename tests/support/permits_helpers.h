@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* permits_helpers.h — the helpers of the permits tests (test_permits.c and the files split from
  * it), written once. Included by those test files only; everything here is static inline. */
 #ifndef DLOCK_TEST_PERMITS_HELPERS_H

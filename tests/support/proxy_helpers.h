@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* proxy_helpers.h — the helpers of the proxy_faults tests (test_proxy_faults.c and the files split
  * from it), written once. Included by those test files only; everything here is static inline. */
 #ifndef DLOCK_TEST_PROXY_HELPERS_H

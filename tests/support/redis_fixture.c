@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* redis_fixture.c - starts, controls and always reaps the private redis-server of a test.
  *
  * Data owned here:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* redis_fixture.h - a private redis-server per test, started, controlled and reaped by pid.
  *
  * Every test label except `unit` gets its Redis from here: a fresh redis-server in its own

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* redlock_helpers.h — the helpers of the redlock tests (test_redlock.c and the files split from
  * it), written once. Included by those test files only; everything here is static inline. */
 #ifndef DLOCK_TEST_REDLOCK_HELPERS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* replica_pair.c — a master and one replica, and the warnings a client logs (see
  * replica_pair.h). */
 #include <setjmp.h>

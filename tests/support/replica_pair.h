@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* replica_pair.h — a master and one replica for the tests of ?sync_replicas, and the
  * warnings a client logs.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* reply_injector.c - see reply_injector.h. One thread polls the listening socket and every
  * connection pair; sockets stay blocking for writes (the client and the server read what
  * they are sent), reads happen only when poll says so. */

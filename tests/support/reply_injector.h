@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* reply_injector.h - a loopback TCP proxy in front of a real redis-server that sends the
  * client bytes the server never sent: a reply after a real one (unsolicited), a reply in
  * place of the server's, a push of the wrong shape, garbage. It is how "never trust a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rwlock_helpers.h — the helpers of the rwlock tests (test_rwlock.c and the files split from it),
  * written once. Included by those test files only; everything here is static inline. */
 #ifndef DLOCK_TEST_RWLOCK_HELPERS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* semaphore_helpers.h — the helpers of the semaphore tests (test_semaphore.c and the files split
  * from it), written once. Included by those test files only; everything here is static inline. */
 #ifndef DLOCK_TEST_SEMAPHORE_HELPERS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sentinel_fixture.c - a master, a replica and three sentinels, started, watched and stopped.
  *
  * Data owned here: struct sentinel_fixture (the two redis_fixture nodes, the three sentinel

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sentinel_fixture.h - 1 master + 1 replica + 3 sentinels on loopback, for Sentinel tests.
  *
  * Node 0 starts as the master and node 1 as its replica (`replicaof`); both are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* spinlock_helpers.h — what the spin lock's tests (test_spinlock.c, test_cli_spin.c) read
  * back to prove that a spin lock uses no pub/sub, written once. Static inline; the caller
  * includes <cmocka.h>. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_util.c - clocks, load scaling and the per-test hang watchdog.
  *
  * The watchdog is one helper thread per process sleeping on a CLOCK_MONOTONIC condition

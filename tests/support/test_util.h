@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_util.h - clocks, sleeps, load scaling and the per-test hang watchdog.
  *
  * Tests measure time with the monotonic clock only, scale their iteration counts by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tls_fixture.c - certificates made with the `openssl` tool, and a redis_fixture on TLS.
  *
  * Data owned here: tls_certs (its temp directory and the paths in it) and tls_fixture (its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tls_fixture.h - certificates made at test time, and a private redis-server on TLS.
  *
  * tls_certs: a temp directory /tmp/dlock-tls-XXXXXX where the `openssl` tool makes (EC P-256,

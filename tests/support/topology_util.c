@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* topology_util.c - processes started from a config file, temp directories, tools and small
  * helpers for the TLS, Sentinel and Cluster fixtures.
  *

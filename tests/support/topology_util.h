@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* topology_util.h - what the TLS, Sentinel and Cluster fixtures share beyond redis_fixture.
  *
  * Data nodes (plain, TLS, replicas, cluster nodes) are redis_fixture servers. What

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* wait_helpers.h — the helpers of the wait tests (test_wait.c and the files split from it), written
  * once. Included by those test files only; everything here is static inline. */
 #ifndef DLOCK_TEST_WAIT_HELPERS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_errors.c — every error code has a name and a text, from the one list. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_options.c — option defaults, and bad options refused with DLOCK_EINVAL before any
  * I/O (the URLs below point nowhere; the calls must fail at once, not after a connect
  * timeout). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_owner.c — owner ids are unique per thread and stable within one; owner fields and
  * the Redisson key names are built as REDIS_LAYOUT.md says. */
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_reply_shape.c — every script's reply shape (src/core/reply_shape.c) against replies
  * read from RESP bytes by hiredis' own reader, as they arrive from a server: each shape
  * takes what its script answers and refuses what it does not ({1}, {1, 0}, {1, -5},

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_sched.c — the scheduler fires timers in due order (start order among equals),
  * never early, and a stopped or restarted timer does not fire at its old time. Driven by a
  * fake clock through dlock__sched_run_due, then once on a real libev loop. */
@@ -14,7 +15,9 @@
 #include "core.h"
 
 static int64_t fake_now;
-static int64_t fake_clock(void) { return fake_now; }
+static int64_t fake_clock(void) {
+    return fake_now;
+}
 
 static int fired[1024];
 static int nfired;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_url.c — connection URL parsing: what is accepted, what each part becomes, and a
  * clear DLOCK_EINVAL for everything else. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_url_mask.c — dlock__url_masked, the one function through which the library and the
  * tool show a URL: no password survives it, well-formed or not, and everything else is
  * left as it was so the URL still says where it points. */
@@ -32,8 +33,10 @@ static void test_password_query_value_is_masked(void **state) {
     (void)state;
     expect_masked("unix:///tmp/r.sock?user=u&password=s3cret",
                   "unix:///tmp/r.sock?user=u&password=***");
-    expect_masked("unix:///tmp/r.sock?password=s3cret&db=2", "unix:///tmp/r.sock?password=***&db=2");
-    expect_masked("unix:///tmp/r.sock?password=a&password=b", "unix:///tmp/r.sock?password=***&password=***");
+    expect_masked("unix:///tmp/r.sock?password=s3cret&db=2",
+                  "unix:///tmp/r.sock?password=***&db=2");
+    expect_masked("unix:///tmp/r.sock?password=a&password=b",
+                  "unix:///tmp/r.sock?password=***&password=***");
     expect_masked("unix:///tmp/r.sock?password=", "unix:///tmp/r.sock?password=***");
 }
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_url_sentinel.c — redis-sentinel:// and rediss-sentinel:// URLs: the sentinels in
  * order with their own credentials, the master's name, the data nodes' credentials and db,
  * a clear DLOCK_EINVAL for everything else, and no password when such a URL is shown. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_url_sync.c — ?sync_replicas=auto|0|N&sync_timeout_ms=MS on every URL form: the
  * defaults (auto, 1000 ms), each value, and DLOCK_EINVAL with a reason for anything else. */
 #include <setjmp.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_url_tls.c — rediss:// URLs: the TLS keys (cacert, cert, key, sni, insecure) and what
  * each becomes, the defaults, and a clear DLOCK_EINVAL for a TLS key on a plain URL, an
  * unknown key, an empty value, cert without key; a password in such a URL is never shown. */

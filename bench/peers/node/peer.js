@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// SPDX-License-Identifier: MIT
 // peer.js — the npm peers of dlock-bench: `redlock` (v4, with one ioredis client: Redlock
 // on a single Redis) and `redis-semaphore`'s Mutex (with ioredis), through the same
 // workloads as dlock-bench, printing the same JSON lines.

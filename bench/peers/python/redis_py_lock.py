@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """redis_py_lock.py — the redis-py peer of dlock-bench: redis-py's Lock (Debian's
 python3-redis) through the same workloads as dlock-bench, printing the same JSON lines.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dlock/adapters/libev.h — the async face: a client on the application's libev loop.
  *
  * Include this header (it includes <ev.h>) only where the application owns a libev loop.

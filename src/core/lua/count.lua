@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: MIT
 -- count.lua — the count a semaphore, a permit semaphore or a latch keeps under KEYS[1],
 -- read and checked before anything is written.
 --

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: MIT
 -- int64.lua — exact 64-bit integers (Redis counters and fencing tokens go to 2^63 - 1),
 -- where a Lua number, a double, is exact only to 2^53.
 --

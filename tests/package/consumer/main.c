@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* main.c — the package test's consumer (tests/package/run.sh): a program outside the
  * source tree that uses the installed dlock. It proves the headers compile, the library
  * links (shared or static, with its dependencies) and the linked library is the version

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cluster_fixture_selftest.c - proves cluster_fixture.h before Cluster tests rely on it.
  *
  * Against six real redis-server nodes: the cluster comes up with 3 masters and 3 replicas

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fixture_selftest.c - proves the test support code before any dlock test relies on it.
  *
  * Each claim of redis_fixture.h and test_util.h that other tests lean on is shown here

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sentinel_fixture_selftest.c - proves sentinel_fixture.h before Sentinel tests rely on it.
  *
  * Against real redis-server and redis-sentinel processes: the topology comes up with every

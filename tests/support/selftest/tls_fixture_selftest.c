@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tls_fixture_selftest.c - proves tls_fixture.h before TLS tests rely on it.
  *
  * hiredis 0.14 speaks no TLS, so the checks go through `redis-cli --tls` (topo_run): the
