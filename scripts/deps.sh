@@ -20,6 +20,7 @@ packages=(
     libssl-dev # the TLS transport
     valgrind
     clang # make test builds the tree with a second compiler
+    libclang-rt-dev # clang's libFuzzer and sanitizer runtimes, for the fuzz stage
     clang-format # make lint checks the C files' format
     python3 # make lint: scripts/check-layers.py, scripts/check-docs.py
     jq # bench/run.sh prints its table with it
