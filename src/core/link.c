@@ -282,8 +282,8 @@ static redisReader *reader_new(dlock__link *link) {
     if (!create_array_unbounded)
         return NULL;
     redisReader *reader = redisReaderCreateWithFunctions(&capped_functions);
-    if (reader)
-        redisReaderSetPrivdata(reader, link);
+    if (reader) /* not redisReaderSetPrivdata: it casts the pointer to int */
+        reader->privdata = link;
     link->reply_elements = 0;
     return reader;
 }
