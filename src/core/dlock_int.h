@@ -134,10 +134,6 @@ const dlock__reply *dlock__reply_at(const dlock__reply *r, size_t i);
  * what the value was meant to be. */
 int dlock__reply_int64(const dlock__reply *r, int64_t *out);
 
-/* As dlock__reply_int64 for element i of r; DLOCK_EREDIS unless r is an ARRAY of more
- * than i elements. */
-int dlock__reply_int64_at(const dlock__reply *r, size_t i, int64_t *out);
-
 /* What r is, for an error text: `nothing`, `the integer 5`, `the string "abc"` (cut to 40
  * bytes, unprintable bytes as '?'), `an array of 2 elements`. */
 void dlock__reply_describe(const dlock__reply *r, char *buf, size_t size);

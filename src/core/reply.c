@@ -102,12 +102,6 @@ int dlock__reply_int64(const dlock__reply *r, int64_t *out) {
     return DLOCK_EREDIS;
 }
 
-int dlock__reply_int64_at(const dlock__reply *r, size_t i, int64_t *out) {
-    if (!r || r->type != REDIS_REPLY_ARRAY || i >= r->elements)
-        return DLOCK_EREDIS;
-    return dlock__reply_int64(r->element[i], out);
-}
-
 static void describe_text(const char *text, char *buf, size_t size, size_t *used) {
     if (*used < size) {
         int n = snprintf(buf + *used, size - *used, "%s", text);
