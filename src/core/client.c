@@ -51,6 +51,16 @@ const char *dlock__client_endpoint(const dlock_client *c) {
     return c->endpoint_key;
 }
 
+const char *dlock__client_node_of(dlock_client *c, const char *key, char *buf, size_t size) {
+    (void)key; /* one master serves every key (Cluster routes by it) */
+    const dlock__link *link = &c->conn.link;
+    if (link->state != LINK_READY || !link->target) {
+        snprintf(buf, size, "not connected");
+        return buf;
+    }
+    return dlock__endpoint_describe(link->target, buf, size);
+}
+
 const char *dlock_client_id(const dlock_client *c) {
     return c ? c->id : "";
 }

@@ -76,6 +76,10 @@ int64_t dlock__client_watchdog_ms(const dlock_client *c);
  * the same for every client of one server and database, in every process. */
 const char *dlock__client_endpoint(const dlock_client *c);
 int64_t dlock__client_fair_wait_ms(const dlock_client *c);
+/* Where the commands on key go now, for the tool's report: the address of the node that
+ * serves key (the master a Sentinel named; in Cluster the owner of key's slot), or "not
+ * connected". Never credentials. Loop thread only. Returns buf. */
+const char *dlock__client_node_of(dlock_client *c, const char *key, char *buf, size_t size);
 /* A line for the application's log_cb (log.c); nothing when it set none. Any layer. */
 void dlock__log(dlock_client *c, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
