@@ -403,8 +403,9 @@ typedef struct ping_op {
     void *arg;
 } ping_op;
 
-static void on_pong(dlock_client *c, int status, const dlock__reply *reply, void *arg) {
+static void on_pong(dlock_client *c, int status, const dlock__reply *reply, int sends, void *arg) {
     (void)c;
+    (void)sends;
     dlock__op *op = arg;
     if (status != DLOCK_OK)
         dlock__op_fail_reply(op, status, reply);

@@ -168,13 +168,13 @@ static void warn_unacked(dlock__conn *conn, const dlock__cmd *cmd, const dlock__
 static void finish_acked(dlock__conn *conn, dlock__cmd *cmd, int status, const redisReply *reply,
                          const dlock__acks *acks) {
     static const dlock__acks no_wait = {0};
-    conn->reply_sends = cmd->sends;
     if (cmd->acked_fn) {
-        cmd->acked_fn(conn->link.client, status, reply, acks ? acks : &no_wait, cmd->arg);
+        cmd->acked_fn(conn->link.client, status, reply, acks ? acks : &no_wait, cmd->sends,
+                      cmd->arg);
     } else {
         if (acks && status == DLOCK_OK && acks->acked < acks->asked)
             warn_unacked(conn, cmd, acks);
-        cmd->fn(conn->link.client, status, reply, cmd->arg);
+        cmd->fn(conn->link.client, status, reply, cmd->sends, cmd->arg);
     }
     reply_copy_free(cmd->held);
     dlock__free(cmd);
@@ -428,8 +428,9 @@ static int handshake_extra(dlock__link *link) {
     return n + dlock__replicas_probe(link, &conn_of(link)->replicas);
 }
 
-static void on_role(dlock_client *c, int status, const dlock__reply *reply, void *arg) {
+static void on_role(dlock_client *c, int status, const dlock__reply *reply, int sends, void *arg) {
     (void)status;
+    (void)sends;
     (void)arg;
     if (reply)
         dlock__replicas_role(&c->conn.replicas, c, reply);
@@ -598,8 +599,4 @@ int dlock__script_acked(dlock_client *c, enum dlock__script_id script, unsigned 
         return DLOCK_EINVAL;
     cmd_request req = {(int)script, nkeys, flags, NULL, fn, deadline_ms, arg};
     return enqueue(c, &req, nargs, args, argslen);
-}
-
-int dlock__reply_sends(const dlock_client *c) {
-    return c->conn.reply_sends;
 }

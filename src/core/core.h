@@ -271,7 +271,6 @@ typedef struct dlock__conn {
     dlock__cmd_queue inflight;   /* sent, reply not yet in: replies come back in this order */
     dlock__timer deadline_timer; /* earliest reply timeout / give-up time */
     bool closing;
-    int reply_sends;        /* sends of the command whose callback is running */
     uint64_t commands_sent; /* counters for tests and diagnostics */
     uint64_t reconnects;
     /* the client's hook (may be NULL): each attempt's outcome, DLOCK_OK once the link is
@@ -318,11 +317,6 @@ typedef struct dlock__waits {
 
 void dlock__waits_init(dlock__waits *w);
 
-/* As dlock__wait_start_on, for a wait of no handle. Primitives always wait on behalf of a
- * handle; only tests/integration/test_wait.c still calls this, and it goes once that test
- * waits on a handle too. */
-void dlock__wait_start(dlock__waiter *w, dlock_client *c, const dlock__wait_ops *ops,
-                       const char *channel, int64_t wait_ms);
 void dlock__waits_close(dlock__waits *w, dlock_client *c); /* cancels every waiter */
 
 /* ---- the watchdog registry (renew.c) ---------------------------------------------------- */

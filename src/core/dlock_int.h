@@ -273,8 +273,12 @@ bool dlock__on_loop_thread(const dlock_client *c);
  * DLOCK_ECONN: the connection failed and the command could not be completed (reply NULL).
  * DLOCK_ECANCELED: the client is closing (reply NULL).
  * DLOCK_EAUTH: the server refused our credentials (reply NULL).
- * DLOCK_ENOPERM: the ACL refused the command, a key or a channel; reply is the error reply. */
-typedef void (*dlock__reply_fn)(dlock_client *c, int status, const dlock__reply *reply, void *arg);
+ * DLOCK_ENOPERM: the ACL refused the command, a key or a channel; reply is the error reply.
+ * sends: how many times the command was sent (1, or more after a reconnect resent it). A
+ * script that recognises its own retry uses it to tell "my earlier send already did it"
+ * from "it was never there". */
+typedef void (*dlock__reply_fn)(dlock_client *c, int status, const dlock__reply *reply, int sends,
+                                void *arg);
 
 enum dlock__cmd_flags {
     /* The command may be sent again when its connection dropped before the reply came:
@@ -315,10 +319,10 @@ typedef struct dlock__acks {
     const dlock__reply *wait_error;
 } dlock__acks;
 
-/* status and reply as dlock__reply_fn's; acks never NULL. With status DLOCK_OK and
+/* status, reply and sends as dlock__reply_fn's; acks never NULL. With status DLOCK_OK and
  * acks->acked < acks->asked the script's write happened but too few replicas have it. */
 typedef void (*dlock__acked_fn)(dlock_client *c, int status, const dlock__reply *reply,
-                                const dlock__acks *acks, void *arg);
+                                const dlock__acks *acks, int sends, void *arg);
 
 /* As dlock__script, fn getting the replicas' acknowledgement. deadline_ms (monotonic;
  * INT64_MAX none) is the caller's: the WAIT's timeout is cut to the time left, but never
@@ -327,11 +331,6 @@ int dlock__script_acked(dlock_client *c, enum dlock__script_id script, unsigned 
                         int64_t deadline_ms, dlock__acked_fn fn, void *arg, int nkeys, int nargs,
                         const char *const *args, const size_t *argslen);
 #define DLOCK__SYNC_MIN_MS 100
-
-/* Inside a reply callback: how many times the command being answered was sent (1, or
- * more after a reconnect resent it). A script that recognises its own retry uses it to
- * tell "my earlier send already did it" from "it was never there". */
-int dlock__reply_sends(const dlock_client *c);
 
 /* Detail text of a failed command for an op (op_error.c): the error reply's text or a
  * description of status. */
@@ -449,7 +448,7 @@ typedef struct dlock__lease_ops {
     /* The lease is lost: renewal found it gone (reason DLOCK_ELOST), or could not
      * confirm it before it ran out (DLOCK_ECONN). The lease is out of the registry and
      * freed after this returns. */
-    void (*lost)(dlock__lease *lease, void *owner_ctx);
+    void (*lost)(dlock__lease *lease, void *owner_ctx, int reason);
 } dlock__lease_ops;
 
 /* Register before the acquire is sent, so a release can never race ahead of it. The lease
@@ -459,8 +458,6 @@ dlock__lease *dlock__lease_new(dlock_client *c, const dlock__lease_ops *ops, con
 /* The acquire succeeded; it was sent at sent_at_ms (monotonic), so the lease runs to
  * sent_at_ms + watchdog_ms unless renewed. */
 void dlock__lease_held(dlock__lease *lease, int64_t sent_at_ms);
-/* Inside ops->lost: DLOCK_ELOST or DLOCK_ECONN, as described there. */
-int dlock__lease_lost_reason(const dlock__lease *lease);
 /* Stop renewing (the release starts, the acquire failed, the handle goes): the registry
  * frees the lease; the caller must not use it again. */
 void dlock__lease_drop(dlock__lease *lease);

@@ -43,7 +43,8 @@ int dlock__wake_one(const char *msg, size_t len);
 /* A dlock__reply_fn for a command nobody waits for (a waiter leaving a line): a failure is
  * only logged, as a warning "<arg> failed: <error>", where arg is a static string such as
  * "fair lock: leaving the queue". */
-void dlock__ignore_reply(dlock_client *c, int status, const dlock__reply *reply, void *arg);
+void dlock__ignore_reply(dlock_client *c, int status, const dlock__reply *reply, int sends,
+                         void *arg);
 
 /* DLOCK_EREDIS with the op's detail "<what> <key>: unexpected reply from Redis: <what
  * arrived>, where <script> answers <its forms>", for a reply that fits no form of shape. */

@@ -33,8 +33,10 @@ int dlock__wake_one(const char *msg, size_t len) {
     return 1;
 }
 
-void dlock__ignore_reply(dlock_client *c, int status, const dlock__reply *reply, void *arg) {
+void dlock__ignore_reply(dlock_client *c, int status, const dlock__reply *reply, int sends,
+                         void *arg) {
     (void)reply;
+    (void)sends;
     if (status != DLOCK_OK)
         dlock__log(c, DLOCK_LOG_WARN, "%s failed: %s", (const char *)arg, dlock_strerror(status));
 }
@@ -155,10 +157,10 @@ static int judge(dlock__call *call, const dlock__reply *reply) {
 }
 
 /* A reply of the class's command: its failure, or what the class makes of it. */
-static int judge_reply(dlock_client *c, dlock__call *call, int status, const dlock__reply *reply) {
+static int judge_reply(dlock__call *call, int status, const dlock__reply *reply, int sends) {
     if (status != DLOCK_OK)
         return dlock__op_fail_reply(&call->op, status, reply);
-    call->sends = dlock__reply_sends(c);
+    call->sends = sends;
     call->hint_ms = DLOCK__RECHECK_MS; /* no TTL to hint with: look again in case a
                                           message was lost */
     status = judge(call, reply);
@@ -167,15 +169,18 @@ static int judge_reply(dlock_client *c, dlock__call *call, int status, const dlo
     return status;
 }
 
-static void on_reply(dlock_client *c, int status, const dlock__reply *reply, void *arg) {
+static void on_reply(dlock_client *c, int status, const dlock__reply *reply, int sends, void *arg) {
+    (void)c;
     dlock__call *call = arg;
-    call_result(call, judge_reply(c, call, status, reply));
+    call_result(call, judge_reply(call, status, reply, sends));
 }
 
 /* ---- an acquisition too few replicas acknowledged ---------------------------------------- */
 
-static void on_given_back(dlock_client *c, int status, const dlock__reply *reply, void *arg) {
+static void on_given_back(dlock_client *c, int status, const dlock__reply *reply, int sends,
+                          void *arg) {
     (void)c;
+    (void)sends;
     dlock__call *call = arg;
     int ends = call->giving_back;
     call->giving_back = DLOCK_OK;
@@ -195,9 +200,10 @@ static void give_back(dlock__call *call, const dlock__acks *acks) {
 }
 
 static void on_acked_reply(dlock_client *c, int status, const dlock__reply *reply,
-                           const dlock__acks *acks, void *arg) {
+                           const dlock__acks *acks, int sends, void *arg) {
+    (void)c;
     dlock__call *call = arg;
-    status = judge_reply(c, call, status, reply);
+    status = judge_reply(call, status, reply, sends);
     if (status == DLOCK_OK && acks->acked < acks->asked)
         give_back(call, acks);
     else

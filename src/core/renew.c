@@ -39,7 +39,6 @@ struct dlock__lease {
     int64_t confirmed_until_ms;
     enum lease_state state;
     int batches_in_flight;
-    int lost_reason;
 };
 
 typedef struct renew_batch {
@@ -125,9 +124,8 @@ static void declare_lost(dlock__renew *r, dlock__lease *l, int reason, const cha
     dlock__log(l->client, DLOCK_LOG_WARN, "lease lost: %s field %s: %s", l->key, l->field, why);
     unlink_lease(r, l);
     l->state = L_GONE;
-    l->lost_reason = reason;
     dlock__stat_add(l->client, DLOCK__STAT_LEASES_LOST, 1);
-    l->ops->lost(l, l->owner_ctx);
+    l->ops->lost(l, l->owner_ctx, reason);
     if (l->batches_in_flight == 0)
         lease_free(l);
 }
@@ -155,7 +153,9 @@ static void note_renewal_lag(dlock_client *c, const dlock__lease *l) {
     dlock__stat_renewal(c, lag > 0 ? lag : 0, tick_period_ms(c));
 }
 
-static void on_renewed(dlock_client *c, int status, const dlock__reply *reply, void *arg) {
+static void on_renewed(dlock_client *c, int status, const dlock__reply *reply, int sends,
+                       void *arg) {
+    (void)sends; /* a renewal is the same whether sent once or twice */
     renew_batch *b = arg;
     dlock__renew *r = &c->renew;
     /* a reply of another shape confirms nothing: the expiry timer decides */
@@ -338,10 +338,6 @@ void dlock__lease_held(dlock__lease *l, int64_t sent_at_ms) {
 void dlock__renew_now(dlock_client *c) {
     if (c->renew.held_head)
         renew_all(c);
-}
-
-int dlock__lease_lost_reason(const dlock__lease *l) {
-    return l->lost_reason;
 }
 
 void dlock__lease_drop(dlock__lease *l) {

@@ -337,35 +337,23 @@ static void finish(dlock__waiter *w, int status) {
     w->ops->done(w, status);
 }
 
-static void start(dlock__waiter *w, dlock_client *c, dlock__handle *h, const dlock__wait_ops *ops,
-                  const char *channel, int64_t wait_ms) {
+void dlock__wait_start_on(dlock__waiter *w, dlock__handle *h, const dlock__wait_ops *ops,
+                          const char *channel, int64_t wait_ms) {
     memset(w, 0, sizeof(*w));
-    if (h) {
-        w->handle = h;
-        w->handle_next = h->waiters;
-        if (h->waiters)
-            h->waiters->handle_prev = w;
-        h->waiters = w;
-    }
+    w->handle = h;
+    w->handle_next = h->waiters;
+    if (h->waiters)
+        h->waiters->handle_prev = w;
+    h->waiters = w;
     w->ops = ops;
-    w->client = c;
+    w->client = h->client;
     w->channel = channel;
     w->deadline_ms = dlock__deadline_ms(wait_ms);
     dlock__timer_init(&w->timer, on_timer, w);
     if (!channel)
         no_channel_link(w);
-    dlock__stat_add(c, DLOCK__STAT_WAITS, 1);
+    dlock__stat_add(w->client, DLOCK__STAT_WAITS, 1);
     attempt(w);
-}
-
-void dlock__wait_start(dlock__waiter *w, dlock_client *c, const dlock__wait_ops *ops,
-                       const char *channel, int64_t wait_ms) {
-    start(w, c, NULL, ops, channel, wait_ms);
-}
-
-void dlock__wait_start_on(dlock__waiter *w, dlock__handle *h, const dlock__wait_ops *ops,
-                          const char *channel, int64_t wait_ms) {
-    start(w, h->client, h, ops, channel, wait_ms);
 }
 
 void dlock__wait_result(dlock__waiter *w, int status, int64_t hint_ms) {

@@ -99,7 +99,9 @@ static char *waiter_channel(const dlock__lock_view *v) {
     return s;
 }
 
-static void ignore_reply(dlock_client *c, int status, const dlock__reply *reply, void *arg) {
+static void ignore_reply(dlock_client *c, int status, const dlock__reply *reply, int sends,
+                         void *arg) {
+    (void)sends;
     (void)c;
     (void)reply;
     (void)arg;

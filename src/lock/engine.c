@@ -91,10 +91,11 @@ static void state_destroy(void *p) {
     }
 }
 
-static void on_lease_lost(dlock__lease *lease, void *owner_ctx) {
+static void on_lease_lost(dlock__lease *lease, void *owner_ctx, int reason) {
+    (void)lease;
     hold *h = owner_ctx;
     h->watchdog = NULL; /* the core frees the lease */
-    dlock__holds_lost(h, dlock__lease_lost_reason(lease));
+    dlock__holds_lost(h, reason);
 }
 
 static void state_init(lock_state *st, const lock_handle *l) {

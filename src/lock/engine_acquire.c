@@ -15,7 +15,7 @@
 #include "engine.h"
 
 static void on_acquire_reply(dlock_client *c, int status, const dlock__reply *reply,
-                             const dlock__acks *acks, void *arg);
+                             const dlock__acks *acks, int sends, void *arg);
 
 static void acquire_send(lock_op *op);
 
@@ -106,8 +106,10 @@ static dlock__reply_shape acquire_shape(const lock_op *op) {
  * attempt waits up to sync_timeout_ms for its replicas, so this is never a tight loop. */
 #define GIVE_BACK_RETRY_MS 50
 
-static void on_given_back(dlock_client *c, int status, const dlock__reply *reply, void *arg) {
+static void on_given_back(dlock_client *c, int status, const dlock__reply *reply, int sends,
+                          void *arg) {
     (void)c;
+    (void)sends;
     lock_op *op = arg;
     if (status != DLOCK_OK) { /* ECONN: it may stay until its lease (or the next acquire's) */
         dlock__op_fail_reply(&op->op, status, reply);
@@ -119,10 +121,10 @@ static void on_given_back(dlock_client *c, int status, const dlock__reply *reply
 
 /* The WAIT itself was refused (an ACL without +wait): given back, and the wait ends. */
 static void on_given_back_wait_refused(dlock_client *c, int status, const dlock__reply *reply,
-                                       void *arg) {
+                                       int sends, void *arg) {
     lock_op *op = arg;
     if (status != DLOCK_OK) {
-        on_given_back(c, status, reply, arg);
+        on_given_back(c, status, reply, sends, arg);
         return;
     }
     bool noperm = strstr(op->op.error_text, "NOPERM") != NULL;
@@ -161,8 +163,9 @@ static void give_back(lock_op *op, int64_t holds, const dlock__acks *acks) {
 }
 
 static void on_acquire_reply(dlock_client *c, int status, const dlock__reply *reply,
-                             const dlock__acks *acks, void *arg) {
+                             const dlock__acks *acks, int sends, void *arg) {
     (void)c;
+    (void)sends; /* the acquire script recognises its own retry by the owner's field */
     lock_op *op = arg;
     if (status != DLOCK_OK) {
         dlock__op_fail_reply(&op->op, status, reply);

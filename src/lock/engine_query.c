@@ -12,7 +12,9 @@ static int bad_shape(lock_op *op, const dlock__reply_shape *shape, const dlock__
     return dlock__op_bad_shape(&op->op, shape, reply, op->lock->kind->what, op->lock->base.name);
 }
 
-static void on_force_reply(dlock_client *c, int status, const dlock__reply *reply, void *arg) {
+static void on_force_reply(dlock_client *c, int status, const dlock__reply *reply, int sends,
+                           void *arg) {
+    (void)sends;
     (void)c;
     lock_op *op = arg;
     if (status != DLOCK_OK) {
@@ -74,7 +76,9 @@ static int query_answer(lock_op *op, const dlock__reply *reply, int64_t *answer)
     return dlock__op_bad_reply(&op->op, reply, op->lock->kind->what, op->lock->base.name);
 }
 
-static void on_query_reply(dlock_client *c, int status, const dlock__reply *reply, void *arg) {
+static void on_query_reply(dlock_client *c, int status, const dlock__reply *reply, int sends,
+                           void *arg) {
+    (void)sends;
     (void)c;
     lock_op *op = arg;
     if (status != DLOCK_OK) {
@@ -140,8 +144,9 @@ static void not_owner(lock_op *op) {
 /* Both scripts answer 1 when the owner holds the lock (and the change is made), 0 when it
  * does not. For set_lease (op->hold set) the owner's holds are then lost: reported here,
  * not again by a release. */
-static void on_owner_script_reply(dlock_client *c, int status, const dlock__reply *reply,
+static void on_owner_script_reply(dlock_client *c, int status, const dlock__reply *reply, int sends,
                                   void *arg) {
+    (void)sends;
     (void)c;
     lock_op *op = arg;
     if (status != DLOCK_OK) {

@@ -22,7 +22,9 @@ static bool lease_to_restore(const lock_op *op, int status) {
 /* The renewal's answer: renewed from its send, or the holds are gone meanwhile. Without an
  * answer the release's send time stands in (the lease was confirmed then, as far as the
  * client knows), and the watchdog's expiry takes it from there. */
-static void on_relet_reply(dlock_client *c, int status, const dlock__reply *reply, void *arg) {
+static void on_relet_reply(dlock_client *c, int status, const dlock__reply *reply, int sends,
+                           void *arg) {
+    (void)sends;
     (void)c;
     lock_op *op = arg;
     hold *h = op->hold;
@@ -115,7 +117,9 @@ static int release_outcome(lock_op *op, int64_t left, int sends) {
                           op->lock->base.name);
 }
 
-static void on_release_reply(dlock_client *c, int status, const dlock__reply *reply, void *arg) {
+static void on_release_reply(dlock_client *c, int status, const dlock__reply *reply, int sends,
+                             void *arg) {
+    (void)c;
     lock_op *op = arg;
     dlock__shape_values got;
     if (status != DLOCK_OK) {
@@ -125,7 +129,7 @@ static void on_release_reply(dlock_client *c, int status, const dlock__reply *re
         release_refused(op, dlock__op_bad_shape(&op->op, &dlock__shape_lock_release, reply,
                                                 op->lock->kind->what, op->lock->base.name));
     } else {
-        dlock__hold_settled(op, release_outcome(op, got.value[0], dlock__reply_sends(c)), -1);
+        dlock__hold_settled(op, release_outcome(op, got.value[0], sends), -1);
     }
 }
 

@@ -115,7 +115,9 @@ static char *waiter_channel(const dlock__lock_view *v) {
     return dlock__strdup(((const rw_keys *)v->data)->channel);
 }
 
-static void ignore_reply(dlock_client *c, int status, const dlock__reply *reply, void *arg) {
+static void ignore_reply(dlock_client *c, int status, const dlock__reply *reply, int sends,
+                         void *arg) {
+    (void)sends;
     (void)reply;
     (void)arg;
     if (status != DLOCK_OK)

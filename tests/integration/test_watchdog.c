@@ -48,18 +48,18 @@ typedef struct test_lease {
     /* recorded by the lost callback, read under mu */
     int lost;
     int64_t lost_ms;
-    int reason;       /* dlock__lease_lost_reason() inside the callback */
+    int reason;       /* the callback's reason */
     bool wrong_lease; /* the callback named another lease than ours */
 } test_lease;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
-static void on_lost(dlock__lease *lease, void *owner_ctx) {
+static void on_lost(dlock__lease *lease, void *owner_ctx, int reason) {
     test_lease *t = owner_ctx;
     pthread_mutex_lock(&mu);
     t->lost++;
     t->lost_ms = dlock__now_ms();
-    t->reason = dlock__lease_lost_reason(lease);
+    t->reason = reason;
     if (lease != t->lease)
         t->wrong_lease = true;
     pthread_mutex_unlock(&mu);

@@ -36,8 +36,9 @@ static void copy_reply(core_reply *dst, const dlock__reply *r) {
     }
 }
 
-static void on_reply(dlock_client *c, int status, const dlock__reply *reply, void *arg) {
+static void on_reply(dlock_client *c, int status, const dlock__reply *reply, int sends, void *arg) {
     (void)c;
+    (void)sends;
     call_op *call = arg;
     call->out->status = status;
     if (reply)

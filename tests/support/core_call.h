@@ -29,7 +29,7 @@ core_reply *core_script(dlock_client *c, enum dlock__script_id id, unsigned flag
 void core_reply_free(core_reply *r);
 
 /* Runs fn(c, arg) on c's loop thread and waits for it (a test's way to call the core's
- * loop-thread-only functions: dlock__listen, dlock__wait_start, dlock__lease_new ...). */
+ * loop-thread-only functions: dlock__listen, dlock__wait_start_on, dlock__lease_new ...). */
 typedef void (*loop_fn)(dlock_client *c, void *arg);
 void on_loop(dlock_client *c, loop_fn fn, void *arg);
 

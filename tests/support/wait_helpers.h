@@ -25,7 +25,7 @@
 #define BUDGET_S 30
 
 #ifndef DLOCK_FOREVER
-#define DLOCK_FOREVER (-1) /* dlock/lock.h's "no deadline", as dlock__wait_start takes it */
+#define DLOCK_FOREVER (-1) /* dlock/lock.h's "no deadline", as dlock__wait_start_on takes it */
 #endif
 
 /* ---- the test waiter ------------------------------------------------------------------------ */
@@ -34,6 +34,7 @@
 
 typedef struct test_waiter {
     dlock__waiter w;
+    dlock__handle handle; /* the primitive's handle it waits for; never freed (static) */
     /* set before the start */
     const char *key;     /* the object is free while this key exists */
     const char *channel; /* lives as long as the wait: a string literal */
@@ -102,8 +103,10 @@ typedef struct attempt_ctx {
     bool woken;
 } attempt_ctx;
 
-static inline void on_exists(dlock_client *c, int status, const dlock__reply *reply, void *arg) {
+static inline void on_exists(dlock_client *c, int status, const dlock__reply *reply, int sends,
+                             void *arg) {
     (void)c;
+    (void)sends;
     attempt_ctx *a = arg;
     test_waiter *t = a->t;
     bool woken = a->woken;
@@ -259,7 +262,8 @@ static inline void start_set(dlock_client *c, void *arg) {
         pthread_mutex_lock(&mu);
         t->started_ms = dlock__now_ms();
         pthread_mutex_unlock(&mu);
-        dlock__wait_start(&t->w, c, t->ops, t->channel, t->wait_ms);
+        dlock__handle_init(&t->handle, c, NULL);
+        dlock__wait_start_on(&t->w, &t->handle, t->ops, t->channel, t->wait_ms);
     }
 }
 
