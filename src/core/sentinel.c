@@ -15,15 +15,26 @@
  * no sentinel answering is DLOCK_ECONN with each one's reason. An answer at most FRESH_MS
  * old is given again without asking (the two links connect together).
  *
- * Failovers: one more link stays subscribed to +switch-master on one sentinel (the next
- * one after a drop). On "NAME old-ip old-port new-ip new-port" both of the client's links
- * are dropped at once — from then on the old master receives nothing, lock writes
- * included — and their reconnects are answered with the new master (checked with ROLE
- * first). The old address is remembered as demoted for DEMOTED_MS: a sentinel that has not
- * heard of the failover yet and still names it is passed over. After the watch link itself
- * reconnects (messages may have been missed) a resolution runs, and a link found on another node
- * than the master is dropped. A link whose reconnect goes to another master than before is "moved":
- * the client then has every held lease confirmed on the new master at once.
+ * Failovers: every sentinel of the URL is watched, each on a subscriber connection of its
+ * own (SUBSCRIBE +switch-master): a sentinel that is partitioned, paused or slow to hear of
+ * a failover then costs nothing, as the first one that reports it is acted on. On
+ * "NAME old-ip old-port new-ip new-port" both of the client's links are dropped at once —
+ * from then on the old master receives nothing, lock writes included — and their
+ * reconnects are answered with the new master (checked with ROLE first). The other
+ * sentinels report the same switch within seconds: a report of the switch last acted on is
+ * a duplicate and changes nothing, as does one for another master of these sentinels. The
+ * old address is remembered as demoted for DEMOTED_MS: a sentinel that has not heard of the
+ * failover yet and still names it is passed over. After a watch connection reconnects
+ * (messages may have been missed) a resolution runs, and a link found on another node than
+ * the master is dropped. A link whose reconnect goes to another master than before is
+ * "moved": the client then has every held lease confirmed on the new master at once.
+ *
+ * Resources are bounded by the URL, which names at most DLOCK__SENTINELS_MAX sentinels: one
+ * watch connection per sentinel, one short-lived probe connection at a time, fixed-size
+ * state allocated with the resolver. Every watch connection, like every link, reconnects
+ * only after the link's capped, jittered backoff (never in a tight loop, also when a
+ * sentinel accepts and drops at once or refuses the SUBSCRIBE), and a resolution runs
+ * only when none is in progress.
  *
  * Everything runs on the client's loop thread. The probe link is never closed or restarted
  * inside its own callbacks: its outcome is noted and acted on from a zero-delay timer. */
@@ -61,6 +72,14 @@ typedef struct slot {
     addr at;            /* the master it was last sent to (port 0: never) */
     bool moved;         /* its last connection went to another master than the one before */
 } slot;
+
+/* The watch connection to one sentinel. */
+typedef struct watcher {
+    dlock__sentinel *s;
+    dlock__link link;
+    size_t index; /* its sentinel in the URL */
+    bool was_up;  /* it was subscribed before: a reconnect may have missed messages */
+} watcher;
 
 enum step { STEP_IDLE, STEP_ASKING, STEP_CHECKING };
 
@@ -101,12 +120,11 @@ struct dlock__sentinel {
     uint64_t checked_switches;
 
     /* following failovers */
-    dlock__link watch;
-    size_t watch_index;
-    bool watch_was_up;
+    watcher *watchers; /* one per sentinel of the URL, in its order */
     bool closed;
-    uint64_t switches; /* +switch-master messages for our master */
-    addr hint;         /* the new master of the last one, until a resolution takes it */
+    uint64_t switches;       /* +switch-master messages for our master acted on */
+    addr last_old, last_new; /* the last one acted on: its duplicates are ignored */
+    addr hint;               /* the new master of the last one, until a resolution takes it */
     demotion demoted[DEMOTED_MAX];
     size_t next_demoted;
 };
@@ -456,12 +474,13 @@ static void slot_resolve(dlock__link *link) {
 /* ---- following failovers ---------------------------------------------------------------- */
 
 static void watch_resolve(dlock__link *link) {
-    dlock__sentinel *s = link->resolve_arg;
-    dlock__link_connect_to(link, &s->url.sentinels[s->watch_index]);
+    watcher *w = link->resolve_arg;
+    dlock__link_connect_to(link, &w->s->url.sentinels[w->index]);
 }
 
-/* "NAME old-ip old-port new-ip new-port" */
-static void on_switch_master(dlock__sentinel *s, const char *msg, size_t len) {
+/* "NAME old-ip old-port new-ip new-port", from w's sentinel */
+static void on_switch_master(watcher *w, const char *msg, size_t len) {
+    dlock__sentinel *s = w->s;
     char text[700], *fields[5];
     if (len >= sizeof(text))
         return;
@@ -480,11 +499,20 @@ static void on_switch_master(dlock__sentinel *s, const char *msg, size_t len) {
         !set_addr(&old_master, fields[1], strlen(fields[1]), fields[2]) ||
         !set_addr(&new_master, fields[3], strlen(fields[3]), fields[4]))
         return; /* another master of these sentinels */
+    if (same_addr(&old_master, &s->last_old) && same_addr(&new_master, &s->last_new)) {
+        dlock__log(s->client, DLOCK_LOG_DEBUG,
+                   "sentinel: sentinel %zu reports the failover of '%s' already followed",
+                   w->index + 1, s->url.master_name);
+        return;
+    }
+    s->last_old = old_master;
+    s->last_new = new_master;
     char from[160], to[160], why[400];
     describe(&old_master, from, sizeof(from));
     describe(&new_master, to, sizeof(to));
-    dlock__log(s->client, DLOCK_LOG_WARN, "sentinel: failover of '%s': %s -> %s",
-               s->url.master_name, from, to);
+    dlock__log(s->client, DLOCK_LOG_WARN,
+               "sentinel: failover of '%s': %s -> %s (reported first by sentinel %zu)",
+               s->url.master_name, from, to, w->index + 1);
     s->switches++;
     set_demoted(s, &new_master, false);
     set_demoted(s, &old_master, true);
@@ -498,7 +526,6 @@ static void on_switch_master(dlock__sentinel *s, const char *msg, size_t len) {
 }
 
 static bool watch_push(dlock__link *link, const dlock__reply *reply) {
-    dlock__sentinel *s = link->resolve_arg;
     size_t len = 0;
     const char *kind = dlock__reply_str(dlock__reply_at(reply, 0), &len);
     if (len != 7 || memcmp(kind, "message", 7) != 0)
@@ -508,39 +535,33 @@ static bool watch_push(dlock__link *link, const dlock__reply *reply) {
         dlock__link_protocol_error(link, "a message of the wrong shape", reply);
         return true;
     }
-    on_switch_master(s, payload, len);
+    on_switch_master(link->resolve_arg, payload, len);
     return true;
 }
 
 static void watch_subscribed(dlock__link *link, const dlock__reply *reply, void *arg) {
     (void)link;
-    dlock__sentinel *s = arg;
+    watcher *w = arg;
+    dlock__sentinel *s = w->s;
     if (dlock__reply_type(reply) == DLOCK__REPLY_ERROR) {
         size_t len = 0;
         const char *text = dlock__reply_str(reply, &len);
         dlock__log(s->client, DLOCK_LOG_ERROR,
-                   "sentinel: SUBSCRIBE +switch-master refused (%.*s): a failover is noticed "
-                   "only when the master drops its connections; grant the channel +switch-master",
-                   (int)len, text);
+                   "sentinel: SUBSCRIBE +switch-master refused by sentinel %zu (%.*s): a failover "
+                   "it reports is not heard from it; grant the channel +switch-master",
+                   w->index + 1, (int)len, text);
         return;
     }
     /* Back after a drop: a failover may have been announced meanwhile. */
-    if (s->watch_was_up && s->step == STEP_IDLE)
+    if (w->was_up && s->step == STEP_IDLE)
         start_resolution(s);
-    s->watch_was_up = true;
+    w->was_up = true;
 }
 
 static void watch_ready(dlock__link *link) {
-    dlock__sentinel *s = link->resolve_arg;
     const char *argv[] = {"SUBSCRIBE", "+switch-master"};
     size_t lens[] = {9, 14};
-    dlock__link_send(link, 2, argv, lens, watch_subscribed, s);
-}
-
-static void watch_down(dlock__link *link, int err) {
-    (void)err;
-    dlock__sentinel *s = link->resolve_arg;
-    s->watch_index = (s->watch_index + 1) % s->url.count; /* try the next one */
+    dlock__link_send(link, 2, argv, lens, watch_subscribed, link->resolve_arg);
 }
 
 /* ---- the API ---------------------------------------------------------------------------- */
@@ -553,6 +574,11 @@ int dlock__sentinel_new(dlock__sentinel_url *url, dlock__sentinel **out) {
     }
     s->url = *url;
     memset(url, 0, sizeof(*url));
+    s->watchers = dlock__calloc(s->url.count, sizeof(*s->watchers));
+    if (!s->watchers) {
+        dlock__sentinel_free(s);
+        return DLOCK_ENOMEM;
+    }
     dlock__timer_init(&s->step_timer, on_step, s);
     dlock__timer_init(&s->probe_timer, on_probe_timeout, s);
     *out = s;
@@ -571,13 +597,17 @@ void dlock__sentinel_attach(dlock__sentinel *s, dlock__link *link) {
 }
 
 void dlock__sentinel_start(dlock__sentinel *s) {
-    dlock__link_init(&s->watch, s->client, "sentinel watch");
-    s->watch.resolve = watch_resolve;
-    s->watch.resolve_arg = s;
-    s->watch.on_ready = watch_ready;
-    s->watch.on_down = watch_down;
-    s->watch.on_push = watch_push;
-    dlock__link_start(&s->watch);
+    for (size_t i = 0; i < s->url.count; i++) {
+        watcher *w = &s->watchers[i];
+        w->s = s;
+        w->index = i;
+        dlock__link_init(&w->link, s->client, "sentinel watch");
+        w->link.resolve = watch_resolve;
+        w->link.resolve_arg = w;
+        w->link.on_ready = watch_ready;
+        w->link.on_push = watch_push;
+        dlock__link_start(&w->link);
+    }
 }
 
 bool dlock__sentinel_take_moved(dlock__sentinel *s, const dlock__link *link) {
@@ -600,13 +630,15 @@ void dlock__sentinel_close(dlock__sentinel *s) {
     s->closed = true;
     probe_stop(s);
     s->step = STEP_IDLE;
-    if (s->watch.client)
-        dlock__link_close(&s->watch);
+    for (size_t i = 0; s->watchers && i < s->url.count; i++)
+        if (s->watchers[i].link.client)
+            dlock__link_close(&s->watchers[i].link);
 }
 
 void dlock__sentinel_free(dlock__sentinel *s) {
     if (!s)
         return;
     dlock__sentinel_url_free(&s->url);
+    dlock__free(s->watchers);
     dlock__free(s);
 }

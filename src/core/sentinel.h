@@ -16,7 +16,9 @@
  * user:password and db are the data nodes'; sentinel_user / sentinel_password are the
  * sentinels' (AUTH on every sentinel connection). A sentinel's port defaults to 26379.
  * Every other query parameter is the data nodes' and the sentinels' alike (the TLS files,
- * for instance): it is read by dlock__url_parse as on a redis:// or rediss:// URL. */
+ * for instance): it is read by dlock__url_parse as on a redis:// or rediss:// URL.
+ * At most DLOCK__SENTINELS_MAX sentinels: the client keeps a connection to each. */
+#define DLOCK__SENTINELS_MAX 16
 typedef struct dlock__sentinel_url {
     char *master_name;
     /* the data nodes: credentials, db and the query's other settings; host NULL and port 0
@@ -49,7 +51,7 @@ int dlock__sentinel_new(dlock__sentinel_url *url, dlock__sentinel **out);
  * link starts. */
 void dlock__sentinel_attach(dlock__sentinel *s, dlock__link *link);
 const char *dlock__sentinel_master_name(const dlock__sentinel *s);
-/* Subscribes to +switch-master on a sentinel (the next one after each drop). */
+/* Subscribes to +switch-master on every sentinel of the URL, one connection each. */
 void dlock__sentinel_start(dlock__sentinel *s);
 /* True, once, when link's latest connection went to another master than its previous
  * one: a failover happened, and what the client holds must be confirmed on the new one. */

@@ -272,6 +272,13 @@ static int parse_all(const parts *p, dlock__sentinel_url *out, char *err, size_t
     size_t count = 1;
     for (size_t i = 0; i < p->hosts.n; i++)
         count += p->hosts.s[i] == ',';
+    if (count > DLOCK__SENTINELS_MAX) {
+        snprintf(err, errlen,
+                 "bad URL: %zu sentinels, at most %d (the client keeps a connection "
+                 "to each)",
+                 count, DLOCK__SENTINELS_MAX);
+        return DLOCK_EINVAL;
+    }
     out->sentinels = dlock__calloc(count, sizeof(*out->sentinels));
     out->master_name = dlock__strndup(p->master.s, p->master.n);
     if (!out->sentinels || !out->master_name) {

@@ -90,6 +90,19 @@ redisReply *sentinel_fixture_sentinel_cmd(sentinel_fixture *f, int i, const char
     return r;
 }
 
+long sentinel_fixture_sentinel_subscribers(sentinel_fixture *f, int i) {
+    redisReply *r = sentinel_fixture_sentinel_cmd(f, i, "CLIENT LIST TYPE pubsub");
+    long n = -1;
+    if (r != NULL && r->type == REDIS_REPLY_STRING) {
+        n = 0;
+        for (const char *p = r->str; *p; p++)
+            n += *p == '\n';
+    }
+    if (r != NULL)
+        freeReplyObject(r);
+    return n;
+}
+
 /* ---- data nodes ---------------------------------------------------------------------------- */
 
 static int start_node(sentinel_fixture *f, int i) {

@@ -123,6 +123,10 @@ const char *sentinel_fixture_sentinel_socket(const sentinel_fixture *f, int i);
  * included), or NULL (message on stderr). */
 redisReply *sentinel_fixture_sentinel_cmd(sentinel_fixture *f, int i, const char *fmt, ...);
 
+/* How many connections are subscribed on sentinel i (CLIENT LIST TYPE pubsub; the sentinels'
+ * own links to each other subscribe to nothing there), or -1 if it does not answer. */
+long sentinel_fixture_sentinel_subscribers(sentinel_fixture *f, int i);
+
 /* SIGKILL sentinel i (it stays down until stop), or SIGSTOP / SIGCONT it. 0 or -1.
  * Killed and paused sentinels are left out of the waits above. */
 int sentinel_fixture_kill_sentinel(sentinel_fixture *f, int i);
