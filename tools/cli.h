@@ -6,14 +6,15 @@
  *   common.c         global settings, the client, numbers, messages, error -> exit code
  *   cmd_run.c        dlock run       (events.c: signals and callbacks to the main thread;
  *                                     child.c: the command's process)
- *   cmd_inspect.c    dlock inspect   (inspect_read.c reads the layouts, redis_sync.c
- *                                     connects; inspect.h is the model between them)
+ *   cmd_inspect.c    dlock inspect   (inspect_read.c reads the layouts through
+ *                                     redis_lib.c; inspect.h is the model between them)
  *   cmd_release.c    dlock release --force
  *   cmd_semaphore.c  dlock semaphore
  *   cmd_latch.c      dlock latch
  *
  * Every action on a lock, semaphore or latch goes through the public API (dlock.h). Only
- * inspect, a read-only diagnostic, reads keys with plain hiredis.
+ * inspect, a read-only diagnostic, reads keys with plain commands, sent on a client's own
+ * connection (redis_lib.c), so it reaches Redis however the client does.
  *
  * Exit codes (docs/cli.md; `dlock --help`): sysexits.h numbers, so they do not collide
  * with the small codes commands use. `dlock run` passes the command's own status through,

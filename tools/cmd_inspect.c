@@ -38,6 +38,9 @@ static void print_help(void) {
            "  count        (latches) the remaining count\n"
            "  waiting      clients subscribed to the object's channel (one per client); a\n"
            "               spin lock's waiters subscribe to nothing and are not counted\n"
+           "  node         the Redis that served it: the URL's server, the master the\n"
+           "               sentinels name, or the node of its slot in a cluster\n"
+           "  url          the URL it was read through, password masked\n"
            "\n"
            "A semaphore and a latch are both a bare number in Redis: the one somebody waits\n"
            "on is recognised; otherwise the kind is 'semaphore or latch' unless --as says.\n"
@@ -50,7 +53,7 @@ static void print_help(void) {
            "               owner, holds, mode, ttl_ms}, queue[] {client_id, owner,\n"
            "               expires_in_ms} (fair lock: in line; read-write lock: writers\n"
            "               waiting), permits[] {id, expires_in_ms (null: no lease)},\n"
-           "               channel, subscribers, note\n"
+           "               channel, subscribers, note, node, url\n"
            "  --as KIND    read a bare number as a 'semaphore' or a 'latch'\n"
            "\n"
            "Exit status: 0 (also when nothing is there), 64 usage, 69 Redis unavailable,\n"
@@ -83,7 +86,7 @@ static void row(const char *label) {
     printf("%-11s", label);
 }
 
-static void print_table(const inspection *in) {
+static void print_table(const inspection *in, const char *url) {
     row("name");
     put_text(in->name);
     putchar('\n');
@@ -135,8 +138,11 @@ static void print_table(const inspection *in) {
         put_text(in->note);
         putchar('\n');
     }
-    row("server");
-    put_text(in->server);
+    row("node");
+    put_text(in->node);
+    putchar('\n');
+    row("url");
+    put_text(url);
     putchar('\n');
 
     if (in->nholders > 0) {
@@ -244,7 +250,7 @@ static void json_int_or_null(long long v, bool present) {
         fputs("null", stdout);
 }
 
-static void print_json(const inspection *in) {
+static void print_json(const inspection *in, const char *url) {
     putchar('{');
     json_key("name", true);
     json_str(in->name);
@@ -320,8 +326,10 @@ static void print_json(const inspection *in) {
     printf("%lld", in->subscribers);
     json_key("note", false);
     json_str(in->note[0] ? in->note : NULL);
-    json_key("server", false);
-    json_str(in->server);
+    json_key("node", false);
+    json_str(in->node);
+    json_key("url", false);
+    json_str(url);
     puts("}");
 }
 
@@ -363,22 +371,20 @@ int cmd_inspect(int argc, char **argv) {
     if (!name || !name[0])
         return cli_usage_error("no NAME given");
 
-    redisContext *c = NULL;
-    char server[sizeof(((inspection *)0)->server)];
-    int code =
-        redis_sync_open(cli_url(), cli_g.connect_timeout_ms ? cli_g.connect_timeout_ms : 10000,
-                        cli_g.timeout_ms ? cli_g.timeout_ms : 3000, &c, server, sizeof(server));
+    dlock_client *c = NULL;
+    int code = cli_connect(&c);
     if (code != 0)
         return code;
     inspection in;
     code = inspect_read(c, name, as, &in);
-    redisFree(c);
-    memcpy(in.server, server, sizeof(server));
+    dlock_client_free(c);
     if (code == 0) {
+        char url[CLI_URL_SHOWN_MAX];
+        dlock__url_masked(cli_url(), url, sizeof(url));
         if (json)
-            print_json(&in);
+            print_json(&in, url);
         else
-            print_table(&in);
+            print_table(&in, url);
         if (fflush(stdout) != 0)
             code = CLI_EXIT_SOFTWARE;
     }

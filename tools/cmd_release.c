@@ -73,37 +73,33 @@ int cmd_release(int argc, char **argv) {
     if (!force)
         return cli_usage_error("releasing a lock someone else holds needs --force");
 
-    /* What is it? */
-    redisContext *rc = NULL;
-    char server[400];
-    int code =
-        redis_sync_open(cli_url(), cli_g.connect_timeout_ms ? cli_g.connect_timeout_ms : 10000,
-                        cli_g.timeout_ms ? cli_g.timeout_ms : 3000, &rc, server, sizeof(server));
+    /* What is it? Read on the client that releases it: one connection, one node. */
+    dlock_client *c = NULL;
+    int code = cli_connect(&c);
     if (code != 0)
         return code;
     inspection in;
-    code = inspect_read(rc, name, -1, &in);
-    redisFree(rc);
+    code = inspect_read(c, name, -1, &in);
     obj_kind kind = in.kind;
     bool write_mode = in.mode && strcmp(in.mode, "write") == 0;
-    char redis_type[sizeof(in.redis_type)];
+    char redis_type[sizeof(in.redis_type)], node[sizeof(in.node)];
     memcpy(redis_type, in.redis_type, sizeof(redis_type));
+    memcpy(node, in.node, sizeof(node));
     inspection_free(&in);
-    if (code != 0)
-        return code;
-    if (kind == OBJ_OTHER) {
+    if (code == 0 && kind == OBJ_OTHER) {
         cli_error("%s is not a dlock object (Redis %s): left alone", name, redis_type);
-        return CLI_EXIT_DATAERR;
-    }
-    if (kind != OBJ_LOCK && kind != OBJ_NONE && kind != OBJ_FAIR_LOCK && kind != OBJ_RWLOCK) {
+        code = CLI_EXIT_DATAERR;
+    } else if (code == 0 && kind != OBJ_LOCK && kind != OBJ_NONE && kind != OBJ_FAIR_LOCK &&
+               kind != OBJ_RWLOCK) {
         cli_error("%s is a %s, not a lock: left alone", name, obj_kind_title(kind));
-        return CLI_EXIT_DATAERR;
+        code = CLI_EXIT_DATAERR;
+    }
+    if (code != 0) {
+        dlock_client_free(c);
+        return code;
     }
 
     /* Release it, through the library. */
-    dlock_client *c = NULL;
-    if ((code = cli_connect(&c)) != 0)
-        return code;
     dlock_lock *lock = NULL;
     dlock_rwlock *rw = NULL;
     bool was_locked = false;
@@ -122,7 +118,7 @@ int cmd_release(int argc, char **argv) {
     if (err != DLOCK_OK)
         code = cli_fail(err, name);
     else if (was_locked)
-        printf("%s: released\n", name);
+        printf("%s: released (on %s)\n", name, node);
     else
         cli_error("%s was not locked", name);
     if (rw)

@@ -1,27 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* inspect.h — what `dlock inspect` learns about a name (inspect_read.c fills it from
- * Redis, cmd_inspect.c prints it as a table or JSON), and the read-only connection it
- * reads with (redis_sync.c). `dlock release --force` reads it too, to refuse a name that
- * is not a plain lock. */
+ * Redis, cmd_inspect.c prints it as a table or JSON). It reads through the library's own
+ * connection (redis_lib.c), so every URL the library takes works. `dlock release --force`
+ * reads it too, to refuse a name that is not a plain lock. */
 #ifndef DLOCK_CLI_INSPECT_H
 #define DLOCK_CLI_INSPECT_H
 
-#include <hiredis/hiredis.h>
 #include <stdbool.h>
 #include <stddef.h>
 
-/* ---- redis_sync.c ------------------------------------------------------------------------ */
-
-/* Opens a synchronous hiredis connection to url (the library's URL forms: redis://...,
- * unix://..., redis-sentinel://... through the sentinels to the master), with AUTH and
- * SELECT done. 0, *out and in `where` the server it reached ("127.0.0.1:6379", "master
- * 'NAME' at 127.0.0.1:6380 (named by sentinel 127.0.0.1:26379)"), or an exit code (64 bad
- * URL or unknown master, 69 unreachable, 77 refused) with the message printed. */
-int redis_sync_open(const char *url, long connect_timeout_ms, long timeout_ms, redisContext **out,
-                    char *where, size_t where_size);
-
-/* The exit code an error reply means: 77 for NOPERM / NOAUTH / WRONGPASS, else 69. */
-int redis_sync_error_code(const char *reply_text);
+#include "cli.h"
 
 /* ---- the model --------------------------------------------------------------------------- */
 
@@ -85,13 +73,13 @@ typedef struct inspection {
     long long subscribers; /* PUBSUB NUMSUB of it (for a fair lock, plus each waiter's own
                               channel): clients waiting, one subscription per client */
     char note[256];        /* a remark for people ("" if none) */
-    char server[400];      /* where it was read (redis_sync_open's `where`) */
+    char node[300];        /* the node that served the reads (redis_lib_node_of) */
 } inspection;
 
-/* Reads everything about name with read-only commands. as: the kind to assume for a
- * bare count (OBJ_SEMAPHORE / OBJ_LATCH), or -1 to guess from the channels.
- * 0, or an exit code with the message printed. */
-int inspect_read(redisContext *rc, const char *name, int as, inspection *out);
+/* Reads everything about name with read-only commands on c's connection, and which node
+ * served them. as: the kind to assume for a bare count (OBJ_SEMAPHORE / OBJ_LATCH), or -1
+ * to guess from the channels. 0, or an exit code with the message printed. */
+int inspect_read(dlock_client *c, const char *name, int as, inspection *out);
 void inspection_free(inspection *in);
 
 /* The key names of REDIS_LAYOUT.md: prefixed(p, N) = "p:{N}" (or "p:N" when N has a

@@ -2,7 +2,10 @@
 /* inspect_read.c — reads what a name holds in Redis and says what it is (inspect.h).
  *
  * Read-only commands only (TYPE, PTTL, GET, HGETALL, LRANGE, ZRANGE, EXISTS, TIME,
- * PUBSUB NUMSUB), on the layouts of REDIS_LAYOUT.md:
+ * PUBSUB NUMSUB), sent on the library's connection (redis_lib.c) with the key second, where
+ * a cluster looks for it; every key of an object shares the object's slot (its name is the
+ * hash tag). Then which node the library sends the object's commands to. On the layouts of
+ * REDIS_LAYOUT.md:
  *   lock            hash N: "<client-id>:<owner>" -> hold count; redisson_lock_token:{N}
  *                   (fenced); channel redisson_lock__channel:{N}. A spin lock (RSpinLock)
  *                   is that hash and nothing more, so nothing in Redis tells it from a
@@ -27,6 +30,7 @@
 
 #include "cli.h"
 #include "inspect.h"
+#include "redis_lib.h"
 
 #define NO_LEASE_SCORE 922337203685477LL
 
@@ -91,13 +95,14 @@ char *layout_suffixed(const char *name, const char *suffix) {
 /* ---- asking Redis ---------------------------------------------------------------------- */
 
 typedef struct reader {
-    redisContext *c;
+    dlock_client *c;
     int code; /* the first failure's exit code; then every ask returns NULL */
 } reader;
 
-/* Sends the NULL-terminated words; the reply (never an error reply), or NULL with
- * r->code set and the message printed. */
-static redisReply *ask(reader *r, const char *word, ...) {
+/* Sends the NULL-terminated words (the key the command is about second: a cluster routes
+ * by it); the reply (never an error reply), or NULL with r->code set and the message
+ * printed. */
+static redis_lib_reply *ask(reader *r, const char *word, ...) {
     if (r->code)
         return NULL;
     const char *argv[8];
@@ -107,16 +112,10 @@ static redisReply *ask(reader *r, const char *word, ...) {
     for (const char *w = word; w && argc < 8; w = va_arg(ap, const char *))
         argv[argc++] = w;
     va_end(ap);
-    redisReply *reply = redisCommandArgv(r->c, argc, argv, NULL);
-    if (!reply) {
-        cli_error("%s: %s", argv[0], r->c->errstr[0] ? r->c->errstr : "connection lost");
-        r->code = CLI_EXIT_UNAVAILABLE;
-        return NULL;
-    }
-    if (reply->type == REDIS_REPLY_ERROR) {
-        cli_error("%s refused: %s", argv[0], reply->str);
-        r->code = redis_sync_error_code(reply->str);
-        freeReplyObject(reply);
+    redis_lib_reply *reply = NULL;
+    int rc = redis_lib_call(r->c, argc, argv, &reply);
+    if (rc != DLOCK_OK) {
+        r->code = cli_fail(rc, argv[0]);
         return NULL;
     }
     return reply;
@@ -125,17 +124,17 @@ static redisReply *ask(reader *r, const char *word, ...) {
 /* An integer reply (or a string that is one); fallback otherwise, or on nil. */
 static long long ask_int(reader *r, long long fallback, const char *w1, const char *w2,
                          const char *w3) {
-    redisReply *reply = ask(r, w1, w2, w3, NULL);
+    redis_lib_reply *reply = ask(r, w1, w2, w3, NULL);
     long long v = fallback;
-    if (reply && reply->type == REDIS_REPLY_INTEGER) {
+    if (reply && reply->type == DLOCK__REPLY_INTEGER) {
         v = reply->integer;
-    } else if (reply && reply->type == REDIS_REPLY_STRING) {
+    } else if (reply && reply->type == DLOCK__REPLY_STRING) {
         char *end;
         long long x = strtoll(reply->str, &end, 10);
         if (reply->len > 0 && *end == '\0')
             v = x;
     }
-    freeReplyObject(reply);
+    redis_lib_reply_free(reply);
     return v;
 }
 
@@ -144,22 +143,22 @@ static bool key_exists(reader *r, const char *key) {
 }
 
 static long long numsub(reader *r, const char *channel) {
-    redisReply *reply = ask(r, "PUBSUB", "NUMSUB", channel, NULL);
+    redis_lib_reply *reply = ask(r, "PUBSUB", "NUMSUB", channel, NULL);
     long long n = 0;
-    if (reply && reply->type == REDIS_REPLY_ARRAY && reply->elements == 2 &&
-        reply->element[1]->type == REDIS_REPLY_INTEGER)
+    if (reply && reply->type == DLOCK__REPLY_ARRAY && reply->elements == 2 &&
+        reply->element[1]->type == DLOCK__REPLY_INTEGER)
         n = reply->element[1]->integer;
-    freeReplyObject(reply);
+    redis_lib_reply_free(reply);
     return n;
 }
 
 static long long server_now_ms(reader *r) {
-    redisReply *reply = ask(r, "TIME", NULL);
+    redis_lib_reply *reply = ask(r, "TIME", NULL);
     long long ms = 0;
-    if (reply && reply->type == REDIS_REPLY_ARRAY && reply->elements == 2)
+    if (reply && reply->type == DLOCK__REPLY_ARRAY && reply->elements == 2)
         ms = strtoll(reply->element[0]->str, NULL, 10) * 1000 +
              strtoll(reply->element[1]->str, NULL, 10) / 1000;
-    freeReplyObject(reply);
+    redis_lib_reply_free(reply);
     return ms;
 }
 
@@ -199,9 +198,9 @@ static void read_fair_queue(reader *r, const char *name, inspection *in, bool *f
         goto out;
     *found = true;
     long long now = server_now_ms(r);
-    redisReply *list = ask(r, "LRANGE", queue_key, "0", "-1", NULL);
-    redisReply *zset = ask(r, "ZRANGE", timeout_key, "0", "-1", "WITHSCORES", NULL);
-    if (list && list->type == REDIS_REPLY_ARRAY && list->elements > 0) {
+    redis_lib_reply *list = ask(r, "LRANGE", queue_key, "0", "-1", NULL);
+    redis_lib_reply *zset = ask(r, "ZRANGE", timeout_key, "0", "-1", "WITHSCORES", NULL);
+    if (list && list->type == DLOCK__REPLY_ARRAY && list->elements > 0) {
         in->queue = calloc(list->elements, sizeof(*in->queue));
         for (size_t i = 0; in->queue && i < list->elements; i++) {
             const char *field = list->element[i]->str;
@@ -213,15 +212,15 @@ static void read_fair_queue(reader *r, const char *name, inspection *in, bool *f
                 w->owner = strdup(field);
             }
             w->expires_in_ms = -3;
-            for (size_t j = 0; zset && zset->type == REDIS_REPLY_ARRAY && j + 1 < zset->elements;
+            for (size_t j = 0; zset && zset->type == DLOCK__REPLY_ARRAY && j + 1 < zset->elements;
                  j += 2)
                 if (strcmp(zset->element[j]->str, field) == 0)
                     w->expires_in_ms = strtoll(zset->element[j + 1]->str, NULL, 10) - now;
             in->nqueue++;
         }
     }
-    freeReplyObject(list);
-    freeReplyObject(zset);
+    redis_lib_reply_free(list);
+    redis_lib_reply_free(zset);
 out:
     free(queue_key);
     free(timeout_key);
@@ -235,11 +234,11 @@ static bool read_waiting_writers(reader *r, const char *name, inspection *in) {
         r->code = CLI_EXIT_SOFTWARE;
         return false;
     }
-    redisReply *z =
+    redis_lib_reply *z =
         key_exists(r, key) ? ask(r, "ZRANGE", key, "0", "-1", "WITHSCORES", NULL) : NULL;
     free(key);
-    if (!z || z->type != REDIS_REPLY_ARRAY || z->elements < 2) {
-        freeReplyObject(z);
+    if (!z || z->type != DLOCK__REPLY_ARRAY || z->elements < 2) {
+        redis_lib_reply_free(z);
         return false;
     }
     long long now = server_now_ms(r);
@@ -257,15 +256,15 @@ static bool read_waiting_writers(reader *r, const char *name, inspection *in) {
             w->owner[olen - 6] = '\0';
         w->expires_in_ms = strtoll(z->element[i + 1]->str, NULL, 10) - now;
     }
-    freeReplyObject(z);
+    redis_lib_reply_free(z);
     return true;
 }
 
 /* Hash N: a lock (fair or not) or a read-write lock; OBJ_OTHER if the fields are not. */
 static void read_lock_hash(reader *r, const char *name, inspection *in) {
-    redisReply *h = ask(r, "HGETALL", name, NULL);
-    if (!h || h->type != REDIS_REPLY_ARRAY) {
-        freeReplyObject(h);
+    redis_lib_reply *h = ask(r, "HGETALL", name, NULL);
+    if (!h || h->type != DLOCK__REPLY_ARRAY) {
+        redis_lib_reply_free(h);
         return;
     }
     for (size_t i = 0; i + 1 < h->elements; i += 2)
@@ -275,7 +274,7 @@ static void read_lock_hash(reader *r, const char *name, inspection *in) {
     in->holders = calloc(h->elements / 2 + 1, sizeof(*in->holders));
     if (!in->holders) {
         r->code = CLI_EXIT_SOFTWARE;
-        freeReplyObject(h);
+        redis_lib_reply_free(h);
         return;
     }
     for (size_t i = 0; i + 1 < h->elements; i += 2) {
@@ -318,13 +317,13 @@ static void read_lock_hash(reader *r, const char *name, inspection *in) {
             free(key);
         }
     }
-    freeReplyObject(h);
+    redis_lib_reply_free(h);
 }
 
 static void read_permits(reader *r, const char *timeout_key, inspection *in) {
     long long now = server_now_ms(r);
-    redisReply *z = ask(r, "ZRANGE", timeout_key, "0", "-1", "WITHSCORES", NULL);
-    if (z && z->type == REDIS_REPLY_ARRAY && z->elements >= 2) {
+    redis_lib_reply *z = ask(r, "ZRANGE", timeout_key, "0", "-1", "WITHSCORES", NULL);
+    if (z && z->type == DLOCK__REPLY_ARRAY && z->elements >= 2) {
         in->permits = calloc(z->elements / 2, sizeof(*in->permits));
         for (size_t i = 0; in->permits && i + 1 < z->elements; i += 2) {
             permit *p = &in->permits[in->npermits++];
@@ -336,7 +335,7 @@ static void read_permits(reader *r, const char *timeout_key, inspection *in) {
             p->expires_in_ms = score >= NO_LEASE_SCORE ? -1 : score - now;
         }
     }
-    freeReplyObject(z);
+    redis_lib_reply_free(z);
 }
 
 /* A bare count (or nothing) at N: a semaphore or a latch, told apart by who listens. */
@@ -375,16 +374,16 @@ static void classify_count(reader *r, const char *name, int as, inspection *in) 
     }
 }
 
-int inspect_read(redisContext *c, const char *name, int as, inspection *in) {
+int inspect_read(dlock_client *c, const char *name, int as, inspection *in) {
     memset(in, 0, sizeof(*in));
     in->name = name;
     in->ttl_ms = -2;
     reader r = {c, 0};
 
-    redisReply *t = ask(&r, "TYPE", name, NULL);
-    if (t && (t->type == REDIS_REPLY_STATUS || t->type == REDIS_REPLY_STRING))
+    redis_lib_reply *t = ask(&r, "TYPE", name, NULL);
+    if (t && (t->type == DLOCK__REPLY_STATUS || t->type == DLOCK__REPLY_STRING))
         snprintf(in->redis_type, sizeof(in->redis_type), "%s", t->str);
-    freeReplyObject(t);
+    redis_lib_reply_free(t);
     if (r.code)
         return r.code;
     in->exists = strcmp(in->redis_type, "none") != 0;
@@ -413,10 +412,10 @@ int inspect_read(redisContext *c, const char *name, int as, inspection *in) {
             read_waiting_writers(&r, name, in);
     } else if (is_string || is_none) {
         if (is_string) {
-            redisReply *v = ask(&r, "GET", name, NULL);
-            if (v && v->type == REDIS_REPLY_STRING && parse_ll(v->str, &in->count))
+            redis_lib_reply *v = ask(&r, "GET", name, NULL);
+            if (v && v->type == DLOCK__REPLY_STRING && parse_ll(v->str, &in->count))
                 in->has_count = true;
-            freeReplyObject(v);
+            redis_lib_reply_free(v);
         }
         if (is_string && !in->has_count) {
             in->kind = OBJ_OTHER;
@@ -465,6 +464,8 @@ int inspect_read(redisContext *c, const char *name, int as, inspection *in) {
 
     free(token_key);
     free(permits_key);
+    if (!r.code)
+        redis_lib_node_of(c, name, in->node, sizeof(in->node));
     return r.code;
 }
 
