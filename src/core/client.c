@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster.h"
 #include "core.h"
 #include "sentinel.h"
 
@@ -51,16 +52,6 @@ const char *dlock__client_endpoint(const dlock_client *c) {
     return c->endpoint_key;
 }
 
-const char *dlock__client_node_of(dlock_client *c, const char *key, char *buf, size_t size) {
-    (void)key; /* one master serves every key (Cluster routes by it) */
-    const dlock__link *link = &c->conn.link;
-    if (link->state != LINK_READY || !link->target) {
-        snprintf(buf, size, "not connected");
-        return buf;
-    }
-    return dlock__endpoint_describe(link->target, buf, size);
-}
-
 const char *dlock_client_id(const dlock_client *c) {
     return c ? c->id : "";
 }
@@ -69,23 +60,35 @@ const char *dlock_client_id(const dlock_client *c) {
 
 /* Copies the caller's options over the defaults (only the fields its `size` covers, so a
  * program built against an older, smaller struct still works) and checks them. */
-/* A Sentinel URL gives the data nodes' settings in ep (no host: the sentinels name it) and
- * the sentinels in su; any other URL leaves su empty. */
-static int parse_url(const char *url, dlock__endpoint *ep, dlock__sentinel_url *su, char *err,
-                     size_t errlen) {
-    memset(su, 0, sizeof(*su));
-    if (!dlock__url_is_sentinel(url))
-        return dlock__url_parse(url, ep, err, errlen);
-    int rc = dlock__sentinel_url_parse(url, su, err, errlen);
-    if (rc == DLOCK_OK) {
-        *ep = su->data;
-        memset(&su->data, 0, sizeof(su->data));
+/* A URL read: the data nodes' settings in ep; a Sentinel URL's sentinels in su (ep has no
+ * host: the sentinels name the master), a Cluster URL's seeds in cu (ep has no host: the
+ * slot map names the masters); the other two empty. */
+typedef struct parsed_url {
+    dlock__endpoint ep;
+    dlock__sentinel_url su;
+    dlock__cluster_url cu;
+} parsed_url;
+
+static int parse_url(const char *url, parsed_url *u, char *err, size_t errlen) {
+    memset(u, 0, sizeof(*u));
+    int rc;
+    if (dlock__url_is_sentinel(url)) {
+        if ((rc = dlock__sentinel_url_parse(url, &u->su, err, errlen)) == DLOCK_OK) {
+            u->ep = u->su.data;
+            memset(&u->su.data, 0, sizeof(u->su.data));
+        }
+    } else if (dlock__url_is_cluster(url)) {
+        if ((rc = dlock__cluster_url_parse(url, &u->cu, err, errlen)) == DLOCK_OK) {
+            u->ep = u->cu.data;
+            memset(&u->cu.data, 0, sizeof(u->cu.data));
+        }
+    } else {
+        rc = dlock__url_parse(url, &u->ep, err, errlen);
     }
     return rc;
 }
 
-static int take_options(const dlock_options *in, dlock_options *out, dlock__endpoint *ep,
-                        dlock__sentinel_url *su) {
+static int take_options(const dlock_options *in, dlock_options *out, parsed_url *u) {
     dlock_options_init(out);
     if (in) {
         if (in->size < offsetof(dlock_options, watchdog_ms) || in->size > sizeof(*in))
@@ -116,7 +119,7 @@ static int take_options(const dlock_options *in, dlock_options *out, dlock__endp
     if (!url || !url[0])
         url = DEFAULT_URL;
     char err[200];
-    int rc = parse_url(url, ep, su, err, sizeof(err));
+    int rc = parse_url(url, u, err, sizeof(err));
     if (rc != DLOCK_OK)
         return dlock__fail(rc, "%s", err);
     out->url = NULL; /* the caller's string is not kept: the endpoint holds what it said */
@@ -131,6 +134,7 @@ static void close_all(dlock_client *c) {
     pthread_mutex_unlock(&c->submit.mu);
     dlock__submit_close(&c->submit, c);
     dlock__conn_close(&c->conn);
+    dlock__cluster_close(c->cluster);
     dlock__waits_close(&c->waits, c);
     dlock__renew_close(&c->renew, c);
     dlock__pubsub_close(&c->pubsub);
@@ -228,20 +232,17 @@ static void client_destroy(dlock_client *c) {
     dlock__endpoint_free(&c->endpoint);
     dlock__tls_free(c->tls);
     dlock__sentinel_free(c->sentinel);
+    dlock__cluster_free(c->cluster);
+    dlock__scripts_free(c);
     dlock__free(c->script_sha);
     pthread_mutex_destroy(&c->ready_mu);
     pthread_cond_destroy(&c->ready_cond);
     dlock__free(c);
 }
 
-/* The command connection's hook: the outcome of its first attempt (DLOCK_OK, or why it
- * failed) is what dlock_client_new waits for; later ones change nothing here. */
-static void on_connect_outcome(dlock__conn *conn, int status) {
-    dlock_client *c = DLOCK__CONTAINER_OF(conn, dlock_client, conn);
-    /* A failover moved us: what the old master confirmed, the new one may lack. Confirm
-     * every held lease there now, not at the next tick (a lost one is reported at once). */
-    if (status == DLOCK_OK && c->sentinel && dlock__sentinel_take_moved(c->sentinel, &conn->link))
-        dlock__renew_now(c);
+/* What dlock_client_new waits for: the first connection's outcome (DLOCK_OK, or why it
+ * failed); later ones change nothing here. */
+static void tell_ready(dlock_client *c, int status) {
     pthread_mutex_lock(&c->ready_mu);
     if (c->ready_status == 1) {
         c->ready_status = status;
@@ -250,44 +251,77 @@ static void on_connect_outcome(dlock__conn *conn, int status) {
     pthread_mutex_unlock(&c->ready_mu);
 }
 
+/* The command connection's hook (one Redis, or a Sentinel's master). */
+static void on_connect_outcome(dlock__conn *conn, int status) {
+    dlock_client *c = DLOCK__CONTAINER_OF(conn, dlock_client, conn);
+    /* A failover moved us: what the old master confirmed, the new one may lack. Confirm
+     * every held lease there now, not at the next tick (a lost one is reported at once). */
+    if (status == DLOCK_OK && c->sentinel && dlock__sentinel_take_moved(c->sentinel, &conn->link))
+        dlock__renew_now(c);
+    tell_ready(c, status);
+}
+
+/* A Cluster's hooks: the first slot map, and slots that moved (a failover). */
+static void on_cluster_moved(dlock_client *c) {
+    dlock__renew_now(c);
+}
+
+static const dlock__cluster_hooks cluster_hooks = {tell_ready, on_cluster_moved};
+
+/* The topology of a Sentinel or Cluster URL (ep is already the client's); DLOCK_ENOMEM. */
+static int make_topology(dlock_client *c, parsed_url *u) {
+    if (u->su.count > 0)
+        return dlock__sentinel_new(&u->su, &c->sentinel);
+    if (u->cu.count > 0) {
+        int rc = dlock__cluster_new(c, &u->cu, &cluster_hooks, &c->cluster);
+        return rc == DLOCK_OK ? dlock__scripts_shard(c) : rc;
+    }
+    return DLOCK_OK;
+}
+
 static int client_create(const dlock_options *o, dlock__loop *loop, dlock_client **out) {
     dlock_options opts;
-    dlock__endpoint ep;
-    dlock__sentinel_url su;
-    int rc = take_options(o, &opts, &ep, &su);
+    parsed_url u;
+    int rc = take_options(o, &opts, &u);
     if (rc != DLOCK_OK)
         return rc;
-    dlock__sentinel *sentinel = NULL;
-    dlock_client *c = NULL;
-    if ((su.count > 0 && dlock__sentinel_new(&su, &sentinel) != DLOCK_OK) ||
-        !(c = dlock__calloc(1, sizeof(*c)))) {
-        dlock__sentinel_free(sentinel);
-        dlock__endpoint_free(&ep);
+    dlock_client *c = dlock__calloc(1, sizeof(*c));
+    if (!c) {
+        dlock__endpoint_free(&u.ep);
+        dlock__sentinel_url_free(&u.su);
+        dlock__cluster_url_free(&u.cu);
         return dlock__fail(DLOCK_ENOMEM, "out of memory");
     }
     c->opts = opts;
-    c->endpoint = ep;
-    c->sentinel = sentinel;
+    c->endpoint = u.ep;
+    dlock__endpoint ep = u.ep; /* for the key below; c owns the strings */
+    pthread_mutex_init(&c->ready_mu, NULL);
+    pthread_cond_init(&c->ready_cond, NULL);
+    rc = make_topology(c, &u);
+    if (rc != DLOCK_OK) {
+        client_destroy(c);
+        return dlock__fail(DLOCK_ENOMEM, "out of memory");
+    }
     if (ep.tls) {
         char err[300];
         rc = dlock__tls_new(&c->endpoint, &c->tls, err, sizeof(err));
         if (rc != DLOCK_OK) {
-            dlock__endpoint_free(&c->endpoint);
-            dlock__sentinel_free(c->sentinel);
-            dlock__free(c);
+            client_destroy(c);
             return dlock__fail(rc, "%s", err);
         }
     }
     if (ep.is_unix)
         snprintf(c->endpoint_key, sizeof(c->endpoint_key), "unix:%s/%d", ep.path, ep.db);
-    else if (sentinel)
+    else if (c->sentinel)
         snprintf(c->endpoint_key, sizeof(c->endpoint_key), "sentinel:%s/%d",
-                 dlock__sentinel_master_name(sentinel), ep.db);
+                 dlock__sentinel_master_name(c->sentinel), ep.db);
+    else if (c->cluster) /* the seed a client names first: a RedLock over one cluster's
+                            masters is no RedLock anyway (docs/operations.md) */
+        snprintf(c->endpoint_key, sizeof(c->endpoint_key), "cluster:%s",
+                 dlock__cluster_seed(c->cluster));
     else
         snprintf(c->endpoint_key, sizeof(c->endpoint_key), "%s:%d/%d", ep.host, ep.port, ep.db);
     dlock__map_init(&c->shared);
-    pthread_mutex_init(&c->ready_mu, NULL);
-    pthread_cond_init(&c->ready_cond, NULL);
     c->ready_status = 1;
     c->script_sha =
         dlock__calloc(DLOCK__SCRIPT_COUNT > 0 ? DLOCK__SCRIPT_COUNT : 1, sizeof(*c->script_sha));
@@ -309,6 +343,7 @@ static int client_create(const dlock_options *o, dlock__loop *loop, dlock_client
     if (c->sentinel) { /* both connections go where the sentinels say */
         dlock__sentinel_attach(c->sentinel, &c->conn.link);
         dlock__sentinel_attach(c->sentinel, &c->pubsub.link);
+        c->conn.follows_failover = true;
     }
     dlock__waits_init(&c->waits);
     dlock__renew_init(&c->renew, c);
@@ -319,6 +354,10 @@ static int client_create(const dlock_options *o, dlock__loop *loop, dlock_client
 
 /* The command connection, and with a Sentinel URL the watch for failovers. */
 static void start_connections(dlock_client *c) {
+    if (c->cluster) { /* the nodes' connections, once the slot map names them */
+        dlock__cluster_start(c->cluster);
+        return;
+    }
     dlock__link_start(&c->conn.link);
     if (c->sentinel)
         dlock__sentinel_start(c->sentinel);
@@ -356,7 +395,8 @@ int dlock_client_new(const dlock_options *o, dlock_client **out) {
     if (rc != DLOCK_OK) {
         /* the link's text says what went wrong; read it before the link is gone */
         char why[200];
-        snprintf(why, sizeof(why), "%s", c->conn.link.last_error_text);
+        snprintf(why, sizeof(why), "%s",
+                 c->cluster ? dlock__cluster_error_text(c->cluster) : c->conn.link.last_error_text);
         stop_and_destroy(c);
         return dlock__fail(rc, "%s", why);
     }

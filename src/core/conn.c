@@ -23,7 +23,14 @@
  * WAIT's answer, and the caller gets both at once (dlock__acks, dlock_int.h). WAIT blocks
  * this connection on the server for up to its timeout, so a command's reply timeout runs
  * from when the reply before it arrived (Redis answers in order) and also gives its own
- * WAIT its time. */
+ * WAIT its time.
+ *
+ * A node may answer that it did not run a command at all: READONLY (it is a replica now:
+ * a failover moved the master), and in a Cluster MOVED, ASK, TRYAGAIN or CLUSTERDOWN.
+ * Such a send does not count (sends counts the sends that may have run). On one Redis the
+ * command goes back to the front of the queue and the connection is dropped, so that the
+ * reconnect finds the master again; in a Cluster the conn's on_redirect hook places it
+ * (cluster.c). Which conn a command is queued on is route.c's choice. */
 #include <stdio.h>
 #include <string.h>
 
@@ -36,6 +43,8 @@ enum wait_phase {
     AWAIT_SCRIPT, /* the script's reply comes next */
     AWAIT_ACKS,   /* the script answered (held); the WAIT's answer comes next */
     AWAIT_RESEND, /* NOSCRIPT: the WAIT's answer comes next, then the script goes as EVAL */
+    AWAIT_ASKING,  /* ASK: the answer to ASKING comes next, then the script's */
+    AWAIT_NOT_RUN, /* the node did not run it (held): the WAIT's answer comes next */
 };
 
 struct dlock__cmd {
@@ -56,6 +65,9 @@ struct dlock__cmd {
     int nkeys;     /* scripts: how many of args are keys */
     bool use_eval; /* the server said NOSCRIPT: send the script's text */
     int sends;
+    int slot;      /* in a Cluster: the slot of its keys; -1 any node */
+    int redirects; /* sends a node did not run */
+    bool asking;   /* its next send goes behind ASKING */
     int64_t give_up_ms;
     int argc;
     size_t *argvlen;
@@ -68,7 +80,7 @@ static dlock__conn *conn_of(dlock__link *link) {
 
 /* ---- queues ----------------------------------------------------------------------------- */
 
-static void queue_push(dlock__cmd_queue *q, dlock__cmd *cmd) {
+void dlock__cmd_queue_push(dlock__cmd_queue *q, dlock__cmd *cmd) {
     cmd->next = NULL;
     if (q->tail)
         q->tail->next = cmd;
@@ -78,7 +90,7 @@ static void queue_push(dlock__cmd_queue *q, dlock__cmd *cmd) {
     q->count++;
 }
 
-static dlock__cmd *queue_pop(dlock__cmd_queue *q) {
+dlock__cmd *dlock__cmd_queue_pop(dlock__cmd_queue *q) {
     dlock__cmd *cmd = q->head;
     if (cmd) {
         q->head = cmd->next;
@@ -152,36 +164,39 @@ static void wait_reset(dlock__cmd *cmd) {
 
 /* A write that fewer replicas acknowledged than asked, for a caller that does not take the
  * answer itself: it stands; the log says so. */
-static void warn_unacked(dlock__conn *conn, const dlock__cmd *cmd, const dlock__acks *acks) {
+static void warn_unacked(dlock_client *c, const dlock__cmd *cmd, const dlock__acks *acks) {
     const char *script = cmd->script >= 0 ? dlock__scripts[cmd->script].name : "a command";
     if (acks->wait_error)
-        dlock__log(conn->link.client, DLOCK_LOG_WARN,
+        dlock__log(c, DLOCK_LOG_WARN,
                    "%s: WAIT refused (%s); the write stands, unacknowledged", script,
                    acks->wait_error->str);
     else
-        dlock__log(conn->link.client, DLOCK_LOG_WARN,
+        dlock__log(c, DLOCK_LOG_WARN,
                    "%s: %d of %d replicas acknowledged the write within %lld ms; it stands "
                    "(sync_replicas)",
                    script, acks->acked, acks->asked, (long long)acks->timeout_ms);
 }
 
-static void finish_acked(dlock__conn *conn, dlock__cmd *cmd, int status, const redisReply *reply,
+static void finish_acked(dlock_client *c, dlock__cmd *cmd, int status, const redisReply *reply,
                          const dlock__acks *acks) {
     static const dlock__acks no_wait = {0};
     if (cmd->acked_fn) {
-        cmd->acked_fn(conn->link.client, status, reply, acks ? acks : &no_wait, cmd->sends,
-                      cmd->arg);
+        cmd->acked_fn(c, status, reply, acks ? acks : &no_wait, cmd->sends, cmd->arg);
     } else {
         if (acks && status == DLOCK_OK && acks->acked < acks->asked)
-            warn_unacked(conn, cmd, acks);
-        cmd->fn(conn->link.client, status, reply, cmd->sends, cmd->arg);
+            warn_unacked(c, cmd, acks);
+        cmd->fn(c, status, reply, cmd->sends, cmd->arg);
     }
     reply_copy_free(cmd->held);
     dlock__free(cmd);
 }
 
 static void finish(dlock__conn *conn, dlock__cmd *cmd, int status, const redisReply *reply) {
-    finish_acked(conn, cmd, status, reply, NULL);
+    finish_acked(conn->link.client, cmd, status, reply, NULL);
+}
+
+void dlock__cmd_fail(dlock_client *c, dlock__cmd *cmd, int status) {
+    finish_acked(c, cmd, status, NULL, NULL);
 }
 
 /* The server refused the handshake in a way that lasts until someone changes its
@@ -258,10 +273,13 @@ static bool send_cmd(dlock__conn *conn, dlock__cmd *cmd) {
     }
     char nkeys[16];
     if (cmd->script >= 0) {
-        const dlock__script_source *src = &dlock__scripts[cmd->script];
         argv[0] = cmd->use_eval ? "EVAL" : "EVALSHA";
-        argv[1] = cmd->use_eval ? src->text : c->script_sha[cmd->script];
-        lens[1] = cmd->use_eval ? src->len : strlen(argv[1]);
+        if (cmd->use_eval) {
+            argv[1] = dlock__script_text(c, (enum dlock__script_id)cmd->script, &lens[1]);
+        } else {
+            argv[1] = c->script_sha[cmd->script];
+            lens[1] = strlen(argv[1]);
+        }
         argv[2] = nkeys;
         lens[2] = (size_t)snprintf(nkeys, sizeof(nkeys), "%d", cmd->nkeys);
         lens[0] = strlen(argv[0]);
@@ -270,7 +288,14 @@ static bool send_cmd(dlock__conn *conn, dlock__cmd *cmd) {
         argv[extra + i] = cmd->argv[i];
         lens[extra + i] = cmd->argvlen[i];
     }
-    int rc = dlock__link_send(&conn->link, argc, argv, lens, on_reply, NULL);
+    int rc = DLOCK_OK;
+    if (cmd->phase == AWAIT_ASKING) {
+        const char *asking[] = {"ASKING"};
+        size_t asking_len[] = {6};
+        rc = dlock__link_send(&conn->link, 1, asking, asking_len, on_reply, NULL);
+    }
+    if (rc == DLOCK_OK)
+        rc = dlock__link_send(&conn->link, argc, argv, lens, on_reply, NULL);
     if (argv != small_argv) {
         dlock__free(argv);
         dlock__free(lens);
@@ -285,20 +310,23 @@ static bool transmit(dlock__conn *conn, dlock__cmd *cmd) {
     cmd->clock_ms = dlock__now_ms();
     wait_reset(cmd);
     plan_wait(conn, cmd);
+    if (cmd->asking) /* once: a later send goes where the map says */
+        cmd->phase = AWAIT_ASKING;
+    cmd->asking = false;
     if (!send_cmd(conn, cmd))
         return false;
-    queue_push(&conn->inflight, cmd);
+    dlock__cmd_queue_push(&conn->inflight, cmd);
     conn->commands_sent++;
     return true;
 }
 
 static void flush_pending(dlock__conn *conn) {
     while (conn->link.state == LINK_READY && conn->pending.head) {
-        dlock__cmd *cmd = queue_pop(&conn->pending);
+        dlock__cmd *cmd = dlock__cmd_queue_pop(&conn->pending);
         if (!transmit(conn, cmd)) {
             /* the context refuses commands: it is going down; keep the order */
             dlock__cmd_queue rest = queue_take(&conn->pending);
-            queue_push(&conn->pending, cmd);
+            dlock__cmd_queue_push(&conn->pending, cmd);
             if (rest.head) {
                 conn->pending.tail->next = rest.head;
                 conn->pending.tail = rest.tail;
@@ -350,7 +378,37 @@ static void settle_acks(dlock__conn *conn, dlock__cmd *cmd, const redisReply *re
         acks.wait_error = reply;
     }
     int status = cmd->held_status;
-    finish_acked(conn, cmd, status, status == DLOCK_ENOMEM ? NULL : cmd->held, &acks);
+    finish_acked(conn->link.client, cmd, status, status == DLOCK_ENOMEM ? NULL : cmd->held,
+                 &acks);
+}
+
+/* The node did not run cmd (see the opening comment). */
+static bool not_run(const dlock__conn *conn, const redisReply *reply) {
+    if (reply->type != REDIS_REPLY_ERROR)
+        return false;
+    const char *t = reply->str;
+    if (strncmp(t, "READONLY", 8) == 0)
+        return true;
+    return conn->on_redirect &&
+           (strncmp(t, "MOVED ", 6) == 0 || strncmp(t, "ASK ", 4) == 0 ||
+            strncmp(t, "TRYAGAIN", 8) == 0 || strncmp(t, "CLUSTERDOWN", 11) == 0);
+}
+
+/* cmd (out of inflight) was not run: place it again (why says why). */
+static void place_again(dlock__conn *conn, dlock__cmd *cmd, const redisReply *why) {
+    cmd->sends--;
+    cmd->redirects++;
+    if (conn->on_redirect) {
+        conn->on_redirect(conn, cmd, why);
+        return;
+    }
+    /* READONLY on one Redis: this node is a replica now; the reconnect finds the master */
+    cmd->next = conn->pending.head;
+    conn->pending.head = cmd;
+    if (!conn->pending.tail)
+        conn->pending.tail = cmd;
+    conn->pending.count++;
+    dlock__link_fail(&conn->link, DLOCK_ECONN, "the node is a replica now (READONLY)");
 }
 
 static void on_reply(dlock__link *link, const dlock__reply *reply, void *arg) {
@@ -359,15 +417,35 @@ static void on_reply(dlock__link *link, const dlock__reply *reply, void *arg) {
     dlock__cmd *cmd = conn->inflight.head;
     if (!cmd)
         return;
-    if (cmd->wait_replicas > 0 && cmd->phase == AWAIT_SCRIPT) {
-        hold_script_reply(cmd, reply);
+    if (cmd->phase == AWAIT_ASKING) { /* ASKING's answer; the command's comes next */
+        cmd->phase = AWAIT_SCRIPT;
         return;
     }
-    queue_pop(&conn->inflight);
+    if (cmd->wait_replicas > 0 && cmd->phase == AWAIT_SCRIPT) {
+        if (not_run(conn, reply)) {
+            cmd->phase = AWAIT_NOT_RUN;
+            cmd->held = reply_copy(reply);
+        } else {
+            hold_script_reply(cmd, reply);
+        }
+        return;
+    }
+    dlock__cmd_queue_pop(&conn->inflight);
     if (conn->inflight.head) /* its reply comes next: its timeout runs from now */
         conn->inflight.head->clock_ms = dlock__now_ms();
     if (cmd->phase == AWAIT_ACKS) {
         settle_acks(conn, cmd, reply);
+        return;
+    }
+    if (cmd->phase == AWAIT_NOT_RUN || not_run(conn, reply)) {
+        /* place_again may send cmd again, which resets what it holds: keep the reason */
+        redisReply *held = cmd->phase == AWAIT_NOT_RUN ? cmd->held : NULL;
+        cmd->held = NULL;
+        if (cmd->phase == AWAIT_NOT_RUN && !held)
+            finish(conn, cmd, DLOCK_ENOMEM, NULL); /* the copy failed */
+        else
+            place_again(conn, cmd, held ? held : reply);
+        reply_copy_free(held);
         return;
     }
     if (cmd->phase == AWAIT_RESEND || is_noscript(cmd, reply)) {
@@ -414,7 +492,7 @@ static void on_deadline(dlock__timer *t, void *arg) {
         dlock__link_fail(&conn->link, DLOCK_ECONN, why); /* on_down settles the commands */
     }
     while (conn->pending.head && now >= conn->pending.head->give_up_ms) {
-        dlock__cmd *cmd = queue_pop(&conn->pending);
+        dlock__cmd *cmd = dlock__cmd_queue_pop(&conn->pending);
         finish(conn, cmd, link_status(conn), NULL);
     }
     arm_deadline(conn);
@@ -431,9 +509,9 @@ static int handshake_extra(dlock__link *link) {
 static void on_role(dlock_client *c, int status, const dlock__reply *reply, int sends, void *arg) {
     (void)status;
     (void)sends;
-    (void)arg;
+    dlock__conn *conn = arg;
     if (reply)
-        dlock__replicas_role(&c->conn.replicas, c, reply);
+        dlock__replicas_role(&conn->replicas, c, reply);
 }
 
 /* A master found through Sentinel may gain its replicas after we connected (a promoted
@@ -446,8 +524,14 @@ static void on_role_check(dlock__timer *t, void *arg) {
         return;
     static const char *const argv[] = {"ROLE"};
     static const size_t lens[] = {4};
-    if (conn->link.state == LINK_READY)
-        dlock__command(c, DLOCK__CMD_RETRY_SAFE, on_role, NULL, 1, argv, lens);
+    dlock__cmd_request req = {.script = -1,
+                              .slot = -1,
+                              .flags = DLOCK__CMD_RETRY_SAFE,
+                              .fn = on_role,
+                              .deadline_ms = INT64_MAX,
+                              .arg = conn};
+    if (conn->link.state == LINK_READY) /* this connection's own master: not routed */
+        dlock__conn_enqueue(conn, &req, 1, argv, lens);
     dlock__timer_start(&c->sched, t, DLOCK__ROLE_CHECK_MS);
 }
 
@@ -458,7 +542,7 @@ static void on_ready(dlock__link *link) {
     dlock_client *c = link->client;
     if (conn->on_outcome)
         conn->on_outcome(conn, DLOCK_OK);
-    if (c->sentinel && !dlock__timer_active(&conn->replicas.check))
+    if (conn->follows_failover && !dlock__timer_active(&conn->replicas.check))
         dlock__timer_start(&c->sched, &conn->replicas.check, DLOCK__ROLE_CHECK_MS);
     flush_pending(conn);
 }
@@ -473,11 +557,11 @@ static void on_down(dlock__link *link, int err) {
     dlock__cmd_queue lost = queue_take(&conn->inflight);
     dlock__cmd_queue retry = {0};
     dlock__cmd *cmd;
-    while ((cmd = queue_pop(&lost))) {
+    while ((cmd = dlock__cmd_queue_pop(&lost))) {
         bool may_retry = (cmd->flags & DLOCK__CMD_RETRY_SAFE) &&
                          cmd->sends <= c->opts.retry_attempts && !conn->closing;
         if (may_retry)
-            queue_push(&retry, cmd);
+            dlock__cmd_queue_push(&retry, cmd);
         else
             finish(conn, cmd, conn->closing ? DLOCK_ECANCELED : DLOCK_ECONN, NULL);
     }
@@ -491,7 +575,7 @@ static void on_down(dlock__link *link, int err) {
     if (permanent(err)) {
         /* The server will keep refusing until someone fixes the credentials or the ACL: do
          * not make callers wait for their give-up time. */
-        while ((cmd = queue_pop(&conn->pending)))
+        while ((cmd = dlock__cmd_queue_pop(&conn->pending)))
             finish(conn, cmd, err, NULL);
     }
     conn->reconnects++;
@@ -516,28 +600,17 @@ void dlock__conn_close(dlock__conn *conn) {
     dlock__timer_stop(&conn->link.client->sched, &conn->deadline_timer);
     dlock__timer_stop(&conn->link.client->sched, &conn->replicas.check);
     dlock__cmd *cmd;
-    while ((cmd = queue_pop(&conn->inflight)))
+    while ((cmd = dlock__cmd_queue_pop(&conn->inflight)))
         finish(conn, cmd, DLOCK_ECANCELED, NULL);
-    while ((cmd = queue_pop(&conn->pending)))
+    while ((cmd = dlock__cmd_queue_pop(&conn->pending)))
         finish(conn, cmd, DLOCK_ECANCELED, NULL);
 }
 
 /* ---- queueing --------------------------------------------------------------------------- */
 
-/* What a caller asks of a command, besides its arguments. */
-typedef struct cmd_request {
-    int script; /* enum dlock__script_id, or -1 for a plain command */
-    int nkeys;
-    unsigned flags;
-    dlock__reply_fn fn;
-    dlock__acked_fn acked_fn; /* instead of fn */
-    int64_t deadline_ms;
-    void *arg;
-} cmd_request;
-
-static int enqueue(dlock_client *c, const cmd_request *req, int argc, const char *const *argv,
-                   const size_t *argvlen) {
-    dlock__conn *conn = &c->conn;
+int dlock__conn_enqueue(dlock__conn *conn, const dlock__cmd_request *req, int argc,
+                        const char *const *argv, const size_t *argvlen) {
+    dlock_client *c = conn->link.client;
     if (conn->closing || atomic_load(&c->closing))
         return DLOCK_ECLOSED;
     size_t bytes = sizeof(dlock__cmd) + (size_t)argc * (sizeof(char *) + sizeof(size_t));
@@ -554,6 +627,7 @@ static int enqueue(dlock_client *c, const cmd_request *req, int argc, const char
     cmd->flags = req->flags;
     cmd->script = req->script;
     cmd->nkeys = req->nkeys;
+    cmd->slot = req->slot;
     cmd->argc = argc;
     /* one allocation: header, then the length array, the pointer array, the bytes */
     cmd->argvlen = (size_t *)(cmd + 1);
@@ -567,36 +641,39 @@ static int enqueue(dlock_client *c, const cmd_request *req, int argc, const char
         bytes_at += argvlen[i] + 1;
     }
     cmd->give_up_ms = dlock__now_ms() + c->opts.timeout_ms * (c->opts.retry_attempts + 1);
-    queue_push(&conn->pending, cmd);
+    dlock__conn_adopt(conn, cmd, false);
+    return DLOCK_OK;
+}
+
+void dlock__conn_adopt(dlock__conn *conn, dlock__cmd *cmd, bool asking) {
+    if (conn->closing) {
+        finish(conn, cmd, DLOCK_ECANCELED, NULL);
+        return;
+    }
+    cmd->asking = asking;
+    dlock__cmd_queue_push(&conn->pending, cmd);
     if (conn->link.state == LINK_READY)
         flush_pending(conn);
     else
         arm_deadline(conn);
-    return DLOCK_OK;
 }
 
-int dlock__command(dlock_client *c, unsigned flags, dlock__reply_fn fn, void *arg, int argc,
-                   const char *const *argv, const size_t *argvlen) {
-    if (argc < 1)
-        return DLOCK_EINVAL;
-    cmd_request req = {
-        .script = -1, .flags = flags, .fn = fn, .deadline_ms = INT64_MAX, .arg = arg};
-    return enqueue(c, &req, argc, argv, argvlen);
+dlock__cmd_queue dlock__conn_take_pending(dlock__conn *conn) {
+    return queue_take(&conn->pending);
 }
 
-int dlock__script(dlock_client *c, enum dlock__script_id script, unsigned flags, dlock__reply_fn fn,
-                  void *arg, int nkeys, int nargs, const char *const *args, const size_t *argslen) {
-    if ((int)script < 0 || script >= DLOCK__SCRIPT_COUNT || nkeys < 0 || nkeys > nargs)
-        return DLOCK_EINVAL;
-    cmd_request req = {(int)script, nkeys, flags, fn, NULL, INT64_MAX, arg};
-    return enqueue(c, &req, nargs, args, argslen);
+bool dlock__conn_idle(const dlock__conn *conn) {
+    return !conn->pending.head && !conn->inflight.head;
 }
 
-int dlock__script_acked(dlock_client *c, enum dlock__script_id script, unsigned flags,
-                        int64_t deadline_ms, dlock__acked_fn fn, void *arg, int nkeys, int nargs,
-                        const char *const *args, const size_t *argslen) {
-    if ((int)script < 0 || script >= DLOCK__SCRIPT_COUNT || nkeys < 0 || nkeys > nargs || !fn)
-        return DLOCK_EINVAL;
-    cmd_request req = {(int)script, nkeys, flags, NULL, fn, deadline_ms, arg};
-    return enqueue(c, &req, nargs, args, argslen);
+int dlock__cmd_slot(const dlock__cmd *cmd) {
+    return cmd->slot;
+}
+
+int64_t dlock__cmd_give_up_ms(const dlock__cmd *cmd) {
+    return cmd->give_up_ms;
+}
+
+int dlock__cmd_redirects(const dlock__cmd *cmd) {
+    return cmd->redirects;
 }

@@ -10,8 +10,10 @@
  * circle; a lower file that must reach up is given a hook (the connect outcome is the
  * client's hook on the conn). scripts/check-layers.py (`make lint`) reads this table:
  *
- *   layer base:      alloc error log random map owner url url_sentinel loop_ev sched stats
+ *   layer base:      alloc error log random map owner url url_sentinel url_cluster slot
+ *                    loop_ev sched stats
  *   layer transport: tls sock reply reply_shape link sentinel script replicas conn pubsub
+ *                    cluster route
  *   layer engines:   op_error submit wait handle renew object
  *   layer client:    client client_timer
  *
@@ -21,7 +23,9 @@
  * buffered writes), replies, a connection with its RESP reader, reply dispatch, handshake
  * and reconnects, the Sentinel resolver (which master a link connects to, and following
  * its failovers), the script registry, the command connection, the subscriber connection
- * and its channel router (the only files that include hiredis or OpenSSL). engines: an op's failure
+ * and its channel router, the Cluster topology (slot map, a connection per master, the
+ * commands a node did not run placed again) and the router that picks a command's
+ * connection and a channel's subscriber (the only files that include hiredis or OpenSSL). engines: an op's failure
  * texts, the submit door, the waiting engine, the handle life cycle, the watchdog, the object-and-
  * call helper of non-lock primitives. client: assembles them; the public faces. */
 #ifndef DLOCK_CORE_H
@@ -240,6 +244,21 @@ typedef struct dlock__cmd_queue {
     size_t count;
 } dlock__cmd_queue;
 
+void dlock__cmd_queue_push(dlock__cmd_queue *q, dlock__cmd *cmd);
+dlock__cmd *dlock__cmd_queue_pop(dlock__cmd_queue *q); /* NULL when empty */
+
+/* What a caller asks of a command, besides its arguments (route.c fills it in). */
+typedef struct dlock__cmd_request {
+    int script; /* enum dlock__script_id, or -1 for a plain command */
+    int nkeys;
+    int slot; /* in a Cluster: its keys' slot, where it is placed again; -1 any node */
+    unsigned flags;
+    dlock__reply_fn fn;
+    dlock__acked_fn acked_fn; /* instead of fn */
+    int64_t deadline_ms;
+    void *arg;
+} dlock__cmd_request;
+
 /* ---- replica acknowledgement (replicas.c) ---------------------------------------------- */
 
 /* What the command connection knows of its master's replicas, for the WAIT that follows
@@ -276,15 +295,41 @@ typedef struct dlock__conn {
     /* the client's hook (may be NULL): each attempt's outcome, DLOCK_OK once the link is
      * ready, else the error of the failed attempt or of the ready link that dropped */
     void (*on_outcome)(struct dlock__conn *conn, int status);
+    /* the cluster's hook (NULL elsewhere): the node did not run cmd (reply: MOVED, ASK,
+     * TRYAGAIN, CLUSTERDOWN or READONLY, valid during the call); cmd is out of every queue
+     * and the hook places it (dlock__conn_adopt) or ends it (dlock__cmd_fail) */
+    void (*on_redirect)(struct dlock__conn *conn, dlock__cmd *cmd, const dlock__reply *reply);
+    bool follows_failover; /* its master may change (Sentinel, Cluster): ROLE now and then */
 } dlock__conn;
 
 void dlock__conn_init(dlock__conn *conn, dlock_client *c);
 void dlock__conn_close(dlock__conn *conn); /* fails every command with DLOCK_ECANCELED */
+/* Queues a new command on conn (route.c, or a command meant for this node: ROLE, CLUSTER
+ * SLOTS). Contract of dlock__command. */
+int dlock__conn_enqueue(dlock__conn *conn, const dlock__cmd_request *req, int argc,
+                        const char *const *argv, const size_t *argvlen);
+/* Queues cmd, made on another conn, on this one (asking: behind ASKING, once). A closing
+ * conn ends it with DLOCK_ECANCELED. */
+void dlock__conn_adopt(dlock__conn *conn, dlock__cmd *cmd, bool asking);
+/* Takes every command still waiting to be sent (the caller places each). */
+dlock__cmd_queue dlock__conn_take_pending(dlock__conn *conn);
+bool dlock__conn_idle(const dlock__conn *conn); /* nothing waiting, nothing in flight */
+int dlock__cmd_slot(const dlock__cmd *cmd);
+int64_t dlock__cmd_give_up_ms(const dlock__cmd *cmd);
+int dlock__cmd_redirects(const dlock__cmd *cmd); /* how often a node did not run it */
+/* Ends cmd with status (no reply), its callback run now. */
+void dlock__cmd_fail(dlock_client *c, dlock__cmd *cmd, int status);
 
 /* ---- the script registry (script.c) ----------------------------------------------------- */
 
 /* Sends SCRIPT LOAD for every script on link (the handshake); returns replies to wait for. */
 int dlock__scripts_load(dlock__link *link);
+/* A Cluster client's texts of the scripts (SPUBLISH, allow-cross-slot-keys; script.c
+ * says why). DLOCK_ENOMEM; dlock__scripts_free frees what was made. */
+int dlock__scripts_shard(dlock_client *c);
+void dlock__scripts_free(dlock_client *c);
+/* The text a client sends for a script: the embedded one, or its Cluster text. */
+const char *dlock__script_text(const dlock_client *c, enum dlock__script_id id, size_t *len);
 const char *dlock__script_sha(const dlock_client *c, enum dlock__script_id id);
 /* false for the scripts that never write (script.c's one list): no WAIT follows them. */
 bool dlock__script_writes(enum dlock__script_id id);
@@ -293,6 +338,12 @@ bool dlock__script_writes(enum dlock__script_id id);
 
 typedef struct dlock__pubsub {
     dlock__link link;
+    /* A Cluster shard's subscriber (cluster.c sets these before the first listener):
+     * SSUBSCRIBE, smessage; a channel whose slot the server gave away (its sunsubscribe)
+     * is kept, and on_slot_lost tells the owner, whose new map moves it. */
+    bool sharded;
+    void *owner;
+    void (*on_slot_lost)(struct dlock__pubsub *ps);
     dlock__map channels; /* name -> struct channel */
     bool started;
     uint64_t subscribes_sent; /* orders the SUBSCRIBEs in flight: the refused one is the oldest */
@@ -301,6 +352,17 @@ typedef struct dlock__pubsub {
 
 void dlock__pubsub_init(dlock__pubsub *ps, dlock_client *c);
 void dlock__pubsub_close(dlock__pubsub *ps);
+/* dlock__listen on the subscriber route.c chose for the channel. */
+int dlock__pubsub_listen(dlock__pubsub *ps, const char *channel, dlock__listener *l);
+/* A Cluster map changed: every channel of ps for which stays(ps, channel) is false leaves
+ * ps (UNSUBSCRIBEd if it was subscribed), and each of its listeners is handed to
+ * move(ps, channel, l), which listens on the channel's new subscriber (on_ready follows
+ * there). A channel that stays and lost its subscription (the server's sunsubscribe) is
+ * subscribed again. */
+void dlock__pubsub_follow_slots(dlock__pubsub *ps, bool (*stays)(dlock__pubsub *ps, const char *channel),
+                                void (*move)(dlock__pubsub *ps, const char *channel,
+                                             dlock__listener *l));
+bool dlock__pubsub_idle(const dlock__pubsub *ps); /* no channel, nothing in flight */
 
 /* DLOCK_ENOPERM when the server refused l's channel (the ACL denies it to our user):
  * listeners get on_ready then, and find this. A refusal is not retried while the channel
@@ -386,6 +448,7 @@ struct dlock_client {
     dlock__endpoint endpoint;
     dlock__tls *tls; /* rediss://: both connections' TLS settings; NULL otherwise */
     struct dlock__sentinel *sentinel; /* a Sentinel URL: finds the master (sentinel.h) */
+    struct dlock__cluster *cluster;   /* a Cluster URL: the slot map and nodes (cluster.h) */
     char endpoint_key[300];           /* dlock__client_endpoint */
     char id[37];
 
@@ -404,6 +467,7 @@ struct dlock_client {
     dlock__waits waits;
     dlock__renew renew;
     char (*script_sha)[41]; /* DLOCK__SCRIPT_COUNT entries; "" until loaded */
+    char **script_text;     /* Cluster: the scripts' texts there (script.c); else NULL */
     dlock__map shared;      /* object key -> state shared by its handles */
     dlock__stats stats;     /* dlock_client_stats() */
 

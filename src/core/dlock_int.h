@@ -332,6 +332,11 @@ int dlock__script_acked(dlock_client *c, enum dlock__script_id script, unsigned 
                         const char *const *args, const size_t *argslen);
 #define DLOCK__SYNC_MIN_MS 100
 
+/* Which node commands on key go to, as an identity to group by (the watchdog batches
+ * renewals per node): one pointer for every key one node serves; on one Redis, always the
+ * same. Loop thread only. */
+const void *dlock__command_node(dlock_client *c, const char *key, size_t len);
+
 /* Detail text of a failed command for an op (op_error.c): the error reply's text or a
  * description of status. */
 int dlock__op_fail_reply(dlock__op *op, int status, const dlock__reply *reply);

@@ -41,6 +41,7 @@ typedef struct channel {
     dlock__listener *listeners;
     size_t nlisteners;
     uint64_t subscribe_seq; /* which SUBSCRIBE of the connection asked for it */
+    dlock__pubsub *ps;      /* the subscriber it is on */
 } channel;
 
 static dlock__pubsub *pubsub_of(dlock__link *link) {
@@ -289,8 +290,7 @@ void dlock__pubsub_close(dlock__pubsub *ps) {
     dlock__map_free(&ps->channels);
 }
 
-int dlock__listen(dlock_client *c, const char *name, dlock__listener *l) {
-    dlock__pubsub *ps = &c->pubsub;
+int dlock__pubsub_listen(dlock__pubsub *ps, const char *name, dlock__listener *l) {
     if (ps->link.state == LINK_CLOSED)
         return DLOCK_ECLOSED;
     channel *ch = dlock__map_get(&ps->channels, name);
@@ -305,6 +305,7 @@ int dlock__listen(dlock_client *c, const char *name, dlock__listener *l) {
         }
         ch->len = strlen(name);
         ch->state = CH_IDLE;
+        ch->ps = ps;
     }
     l->channel = ch;
     l->prev = NULL;
@@ -321,6 +322,7 @@ int dlock__listen(dlock_client *c, const char *name, dlock__listener *l) {
 }
 
 void dlock__unlisten(dlock_client *c, dlock__listener *l) {
+    (void)c;
     channel *ch = l->channel;
     if (!ch)
         return;
@@ -334,7 +336,7 @@ void dlock__unlisten(dlock_client *c, dlock__listener *l) {
     l->channel = NULL;
     if (--ch->nlisteners > 0)
         return;
-    dlock__pubsub *ps = &c->pubsub;
+    dlock__pubsub *ps = ch->ps;
     if ((ch->state == CH_ACTIVE || ch->state == CH_SUBSCRIBING) && ps->link.state == LINK_READY) {
         leave_active(ps, ch);
         ch->state = CH_UNSUBSCRIBING;
@@ -352,4 +354,16 @@ bool dlock__listener_ready(const dlock__listener *l) {
 int dlock__listener_error(const dlock__listener *l) {
     const channel *ch = l->channel;
     return ch && ch->state == CH_REFUSED ? DLOCK_ENOPERM : DLOCK_OK;
+}
+
+void dlock__pubsub_follow_slots(dlock__pubsub *ps, bool (*stays)(dlock__pubsub *ps, const char *channel),
+                                void (*move)(dlock__pubsub *ps, const char *channel,
+                                             dlock__listener *l)) {
+    (void)ps; /* TODO(helper D): sharded channels follow their slots */
+    (void)stays;
+    (void)move;
+}
+
+bool dlock__pubsub_idle(const dlock__pubsub *ps) {
+    return ps->channels.count == 0;
 }

@@ -6,7 +6,15 @@
  * command connection loads all of them with SCRIPT LOAD as part of its handshake, which
  * also gives their SHA1s; commands then run them with EVALSHA. When the server has lost
  * its cache anyway (SCRIPT FLUSH, a failover to a replica that never saw the load), the
- * NOSCRIPT reply makes conn.c resend that one command as EVAL. */
+ * NOSCRIPT reply makes conn.c resend that one command as EVAL.
+ *
+ * In a Cluster the scripts run as Redisson's do there: their wake-ups go out with SPUBLISH
+ * (sharded pub/sub: the message reaches the subscribers of the channel's shard, not every
+ * node), and they declare allow-cross-slot-keys, which the watchdog's renewal batches need
+ * (one batch per node, over many slots). The cluster's text of a script is made from the
+ * embedded one when the client is made: the shebang line in front, and every
+ * `redis.call('publish',` written `redis.call('spublish',` — the one form the scripts
+ * publish in (tests/unit/test_script_text.c checks that no other is left). */
 #include <stdint.h>
 #include <string.h>
 
@@ -36,9 +44,10 @@ static void on_loaded(dlock__link *link, const dlock__reply *reply, void *privda
 int dlock__scripts_load(dlock__link *link) {
     int n = 0;
     for (size_t i = 0; i < DLOCK__SCRIPT_COUNT; i++) {
-        const dlock__script_source *src = &dlock__scripts[i];
-        const char *argv[] = {"SCRIPT", "LOAD", src->text};
-        size_t lens[] = {6, 4, src->len};
+        size_t len;
+        const char *text = dlock__script_text(link->client, (enum dlock__script_id)i, &len);
+        const char *argv[] = {"SCRIPT", "LOAD", text};
+        size_t lens[] = {6, 4, len};
         if (dlock__link_send(link, 3, argv, lens, on_loaded, (void *)(uintptr_t)i) != DLOCK_OK)
             break; /* the link failed: the attempt is over */
         n++;
@@ -60,4 +69,63 @@ bool dlock__script_writes(enum dlock__script_id id) {
 
 const char *dlock__script_sha(const dlock_client *c, enum dlock__script_id id) {
     return c->script_sha[id];
+}
+
+/* ---- the cluster's texts ------------------------------------------------------------------ */
+
+static const char SHEBANG[] = "#!lua flags=allow-cross-slot-keys\n";
+static const char PUBLISH[] = "redis.call('publish',", SPUBLISH[] = "redis.call('spublish',";
+
+static size_t count_of(const char *text, const char *what) {
+    size_t n = 0;
+    for (const char *at = text; (at = strstr(at, what)); at += strlen(what))
+        n++;
+    return n;
+}
+
+/* The cluster's text of src, in a new string. */
+static char *sharded_text(const dlock__script_source *src) {
+    size_t size = sizeof(SHEBANG) + src->len + count_of(src->text, PUBLISH) + 1;
+    char *out = dlock__malloc(size), *w = out;
+    if (!out)
+        return NULL;
+    memcpy(w, SHEBANG, sizeof(SHEBANG) - 1);
+    w += sizeof(SHEBANG) - 1;
+    for (const char *r = src->text; *r;) {
+        const char *hit = strstr(r, PUBLISH);
+        size_t plain = hit ? (size_t)(hit - r) : strlen(r);
+        memcpy(w, r, plain);
+        w += plain;
+        r += plain;
+        if (hit) {
+            memcpy(w, SPUBLISH, sizeof(SPUBLISH) - 1);
+            w += sizeof(SPUBLISH) - 1;
+            r += sizeof(PUBLISH) - 1;
+        }
+    }
+    *w = '\0';
+    return out;
+}
+
+int dlock__scripts_shard(dlock_client *c) {
+    c->script_text = dlock__calloc(DLOCK__SCRIPT_COUNT, sizeof(*c->script_text));
+    if (!c->script_text)
+        return DLOCK_ENOMEM;
+    for (size_t i = 0; i < DLOCK__SCRIPT_COUNT; i++)
+        if (!(c->script_text[i] = sharded_text(&dlock__scripts[i])))
+            return DLOCK_ENOMEM;
+    return DLOCK_OK;
+}
+
+const char *dlock__script_text(const dlock_client *c, enum dlock__script_id id, size_t *len) {
+    const char *text = c->script_text ? c->script_text[id] : dlock__scripts[id].text;
+    *len = c->script_text ? strlen(text) : dlock__scripts[id].len;
+    return text;
+}
+
+void dlock__scripts_free(dlock_client *c) {
+    for (size_t i = 0; c->script_text && i < DLOCK__SCRIPT_COUNT; i++)
+        dlock__free(c->script_text[i]);
+    dlock__free(c->script_text);
+    c->script_text = NULL;
 }
