@@ -10,8 +10,9 @@
  * caller fails with DLOCK_EREDIS and changes nothing, so a reply dlock cannot understand
  * is never read as success, nor as "busy, look again at once".
  *
- * The tables are in reply_shape.c, beside the checker; the scripts' header comments
- * (src/<primitive>/<op>.lua) are what they transcribe. Pure functions: no I/O, no state,
+ * The checker and the types are here; each script's table is in the folder of the script it
+ * transcribes (src/<primitive>/<primitive>_shapes.c, from the script's header comment), so a new
+ * primitive writes its shapes without touching the core. Pure functions: no I/O, no state,
  * any thread. */
 #ifndef DLOCK_REPLY_SHAPE_H
 #define DLOCK_REPLY_SHAPE_H
@@ -69,39 +70,29 @@ bool dlock__reply_shape_each(const dlock__shape_value *v, const dlock__reply *r,
 const char *dlock__reply_shape_mismatch(const dlock__reply_shape *s, const dlock__reply *r,
                                         char *buf, size_t size);
 
-/* ---- the scripts' replies (reply_shape.c) ---------------------------------------------- */
+/* ---- writing a table ------------------------------------------------------------------ */
 
-/* Every kind of lock (acquire.lua, fair.lua, rw.lua, the spin lock): {1, holds >= 1,
- * token 0} acquired | {0, pttl >= -2} busy. The fenced lock's token is
- * >= 1; the engine raises that floor to one past the owner's last token. */
-extern const dlock__reply_shape dlock__shape_lock_acquire;
-extern const dlock__reply_shape dlock__shape_fenced_acquire;
-/* release: -1 the owner holds nothing | the holds left, >= 0 */
-extern const dlock__reply_shape dlock__shape_lock_release;
-/* force_release.lua, set_lease.lua, raise_token.lua, and every try-set, permit release and
- * lease update: 1 or 0 */
-extern const dlock__reply_shape dlock__shape_lock_force;
-extern const dlock__reply_shape dlock__shape_lock_owner_call;
-extern const dlock__reply_shape dlock__shape_semaphore_try_set;
-extern const dlock__reply_shape dlock__shape_latch_try_set;
-extern const dlock__reply_shape dlock__shape_permits_yes_no;
-/* sem_add.lua, sem_release.lua: the permits available now, any int64 (may be below 0);
- * permits.lua 'available' the same */
-extern const dlock__reply_shape dlock__shape_semaphore_count;
-extern const dlock__reply_shape dlock__shape_permits_available;
-/* sem_drain.lua: the permits taken, >= 0 */
-extern const dlock__reply_shape dlock__shape_semaphore_drain;
-/* sem_acquire.lua: {1, left >= 0} taken | {0, available} not enough */
-extern const dlock__reply_shape dlock__shape_semaphore_acquire;
-/* latch_count_down.lua: the count now, >= 0 */
-extern const dlock__reply_shape dlock__shape_latch_count_down;
-/* permits.lua 'acquire': {1} taken | {0, hint >= -1} none free */
-extern const dlock__reply_shape dlock__shape_permits_acquire;
+/* The pieces of a script's table, for the folder that owns the script (src/lock/lock_shapes.c,
+ * src/semaphore/semaphore_shapes.c): a value that is an integer in [lo, hi] (RANGE64: or
+ * int64_reply's digits); a form that is one value; a reply of 1 or 0. */
+#define DLOCK__SHAPE_RANGE(lo, hi)                                                                 \
+    { DLOCK__SHAPE_INT, (lo), (hi) }
+#define DLOCK__SHAPE_RANGE64(lo, hi)                                                               \
+    { DLOCK__SHAPE_INT64, (lo), (hi) }
+#define DLOCK__SHAPE_ONE_VALUE(v)                                                                  \
+    {                                                                                              \
+        .count = 0, .value = { v }                                                                 \
+    }
+#define DLOCK__SHAPE_YES_NO(script)                                                                \
+    {                                                                                              \
+        script, "1 or 0", 1, {                                                                     \
+            DLOCK__SHAPE_ONE_VALUE(DLOCK__SHAPE_RANGE(0, 1))                                       \
+        }                                                                                          \
+    }
+
+/* ---- the core's own script ------------------------------------------------------------ */
+
 /* renew_hash.lua, renew_read.lua: each of the batch's values (dlock__reply_shape_each) */
 extern const dlock__shape_value dlock__shape_renewed;
-
-/* Every shape above, for the tests and the fuzz target that run each on any reply. */
-extern const dlock__reply_shape *const dlock__reply_shapes[];
-extern const size_t dlock__reply_shape_count;
 
 #endif

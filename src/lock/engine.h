@@ -22,6 +22,7 @@
 
 #include "lock_class.h"
 #include "lock_engine.h"
+#include "lock_shapes.h"
 #include "member.h"
 
 /* An owner field and the kind's suffix (lock_engine.h). */
@@ -105,6 +106,8 @@ struct lock_op {
     bool waiting;         /* acquire: the wait hears the op's attempts (dlock__hold_settled) */
     int attempts;         /* acquire: attempts sent */
     int64_t sent_ms;
+    int given_back_ends;       /* acquire: what the attempt ends with once its give-back is done
+                                  (dlock__op_unacked) */
     bool report_lost;          /* release: a lost hold is reported by this release, which still
                                   releases the owner's live holds */
     bool unwatched;            /* release: it stopped the owner's watchdog lease (the last hold) */

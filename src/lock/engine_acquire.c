@@ -102,33 +102,18 @@ static dlock__reply_shape acquire_shape(const lock_op *op) {
 
 /* ---- an acquisition too few replicas acknowledged ---------------------------------------- */
 
-/* After a give-back the owner looks again this soon (a message may wake it sooner); each
- * attempt waits up to sync_timeout_ms for its replicas, so this is never a tight loop. */
-#define GIVE_BACK_RETRY_MS 50
-
 static void on_given_back(dlock_client *c, int status, const dlock__reply *reply, int sends,
                           void *arg) {
     (void)c;
-    (void)sends;
+    (void)sends; /* a release of the call's own field: the same whether sent once or twice */
     lock_op *op = arg;
     if (status != DLOCK_OK) { /* ECONN: it may stay until its lease (or the next acquire's) */
         dlock__op_fail_reply(&op->op, status, reply);
         dlock__hold_settled(op, status, -1);
     } else {
-        dlock__hold_settled(op, DLOCK__BUSY, GIVE_BACK_RETRY_MS);
+        int ends = op->given_back_ends;
+        dlock__hold_settled(op, ends, ends == DLOCK__BUSY ? DLOCK__GIVE_BACK_RETRY_MS : -1);
     }
-}
-
-/* The WAIT itself was refused (an ACL without +wait): given back, and the wait ends. */
-static void on_given_back_wait_refused(dlock_client *c, int status, const dlock__reply *reply,
-                                       int sends, void *arg) {
-    lock_op *op = arg;
-    if (status != DLOCK_OK) {
-        on_given_back(c, status, reply, sends, arg);
-        return;
-    }
-    bool noperm = strstr(op->op.error_text, "NOPERM") != NULL;
-    dlock__hold_settled(op, noperm ? DLOCK_ENOPERM : DLOCK_EREDIS, -1);
 }
 
 /* The kind's release of the hold just taken (Redis counts `holds` for the owner now, the
@@ -137,25 +122,14 @@ static void on_given_back_wait_refused(dlock_client *c, int status, const dlock_
 static void give_back(lock_op *op, int64_t holds, const dlock__acks *acks) {
     lock_handle *l = op->lock;
     hold *h = op->hold;
-    if (acks->wait_error)
-        dlock__op_fail(&op->op, DLOCK_EREDIS,
-                       "%s %s: WAIT refused (%s), so the acquisition was given back; grant +wait "
-                       "or set sync_replicas=0",
-                       l->kind->what, l->base.name, dlock__reply_str(acks->wait_error, NULL));
-    else
-        dlock__op_fail(&op->op, DLOCK_ETIMEDOUT,
-                       "%s %s: acquired, but only %d of %d replicas acknowledged it within %lld "
-                       "ms (sync_replicas), so it was given back",
-                       l->kind->what, l->base.name, acks->acked, acks->asked,
-                       (long long)acks->timeout_ms);
+    op->given_back_ends = dlock__op_unacked(&op->op, acks, l->kind->what, l->base.name);
     dlock__lock_view v = dlock__view_of(l, h, h->count > 0 ? h->lease_ms : DLOCK_WATCHDOG);
     v.believed = holds;
     dlock__args a = {0};
     int nkeys = l->kind->release_args(&v, &a);
-    dlock__reply_fn fn = acks->wait_error ? on_given_back_wait_refused : on_given_back;
-    int rc =
-        dlock__script(l->client, l->kind->release_script,
-                      DLOCK__CMD_RETRY_SAFE | DLOCK__CMD_NO_WAIT, fn, op, nkeys, a.n, a.v, a.len);
+    int rc = dlock__script(l->client, l->kind->release_script,
+                           DLOCK__CMD_RETRY_SAFE | DLOCK__CMD_NO_WAIT, on_given_back, op, nkeys,
+                           a.n, a.v, a.len);
     if (rc != DLOCK_OK) {
         dlock__op_fail(&op->op, rc, "%s", dlock_strerror(rc));
         dlock__hold_settled(op, rc, -1);

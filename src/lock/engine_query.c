@@ -8,26 +8,31 @@
 #include "dlock_object.h"
 #include "engine.h"
 
-static int bad_shape(lock_op *op, const dlock__reply_shape *shape, const dlock__reply *reply) {
-    return dlock__op_bad_shape(&op->op, shape, reply, op->lock->kind->what, op->lock->base.name);
+/* A script's one-value answer when it came and has the script's shape; otherwise the op
+ * ends here, with the failure or the unexpected reply, and false. */
+static bool script_answer(lock_op *op, int status, const dlock__reply *reply,
+                          const dlock__reply_shape *shape, int64_t *answer) {
+    if (status != DLOCK_OK) {
+        dlock__lock_op_fail(op, status, reply);
+        return false;
+    }
+    dlock__shape_values got;
+    if (!dlock__reply_shape_check(shape, reply, &got)) {
+        dlock__lock_op_end(op, dlock__op_bad_shape(&op->op, shape, reply, op->lock->kind->what,
+                                                   op->lock->base.name));
+        return false;
+    }
+    *answer = got.value[0];
+    return true;
 }
 
 static void on_force_reply(dlock_client *c, int status, const dlock__reply *reply, int sends,
                            void *arg) {
-    (void)sends;
     (void)c;
+    (void)sends; /* never resent */
     lock_op *op = arg;
-    if (status != DLOCK_OK) {
-        dlock__lock_op_fail(op, status, reply);
-        return;
-    }
-    dlock__shape_values got;
-    if (!dlock__reply_shape_check(&dlock__shape_lock_force, reply, &got)) {
-        dlock__lock_op_end(op, bad_shape(op, &dlock__shape_lock_force, reply));
-        return;
-    }
-    op->answer = got.value[0];
-    dlock__lock_op_end(op, DLOCK_OK);
+    if (script_answer(op, status, reply, &dlock__shape_lock_force, &op->answer))
+        dlock__lock_op_end(op, DLOCK_OK);
 }
 
 void dlock__force_start(dlock__op *o) {
@@ -78,8 +83,8 @@ static int query_answer(lock_op *op, const dlock__reply *reply, int64_t *answer)
 
 static void on_query_reply(dlock_client *c, int status, const dlock__reply *reply, int sends,
                            void *arg) {
-    (void)sends;
     (void)c;
+    (void)sends; /* a read */
     lock_op *op = arg;
     if (status != DLOCK_OK) {
         dlock__lock_op_fail(op, status, reply);
@@ -146,19 +151,13 @@ static void not_owner(lock_op *op) {
  * not again by a release. */
 static void on_owner_script_reply(dlock_client *c, int status, const dlock__reply *reply, int sends,
                                   void *arg) {
-    (void)sends;
     (void)c;
+    (void)sends; /* setting the lease or raising the floor twice is doing it once */
     lock_op *op = arg;
-    if (status != DLOCK_OK) {
-        dlock__lock_op_fail(op, status, reply);
+    int64_t held;
+    if (!script_answer(op, status, reply, &dlock__shape_lock_owner_call, &held))
         return;
-    }
-    dlock__shape_values got;
-    if (!dlock__reply_shape_check(&dlock__shape_lock_owner_call, reply, &got)) {
-        dlock__lock_op_end(op, bad_shape(op, &dlock__shape_lock_owner_call, reply));
-        return;
-    }
-    if (got.value[0] == 1) {
+    if (held == 1) {
         dlock__lock_op_end(op, DLOCK_OK);
         return;
     }

@@ -16,6 +16,7 @@
  * it may or may not have counted). */
 #include "dlock/latch.h"
 #include "dlock_object.h"
+#include "semaphore_shapes.h"
 
 struct dlock_latch {
     dlock__object obj;

@@ -21,6 +21,7 @@
  * log. */
 #include "dlock/semaphore.h"
 #include "dlock_object.h"
+#include "semaphore_shapes.h"
 
 #define ID_BYTES 16
 

@@ -22,6 +22,7 @@
  * (object.c); every other write stands, with a warning in the log. */
 #include "dlock/semaphore.h"
 #include "dlock_object.h"
+#include "semaphore_shapes.h"
 
 struct dlock_semaphore {
     dlock__object obj;

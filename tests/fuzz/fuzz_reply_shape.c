@@ -16,7 +16,7 @@
 
 #include <hiredis/hiredis.h>
 
-#include "reply_shape.h"
+#include "every_reply_shape.h"
 
 #define MAX_ELEMENTS 4096
 
@@ -42,8 +42,8 @@ static redisReader *capped_reader(void) {
 }
 
 static void check_one(const redisReply *r, size_t textsize) {
-    for (size_t i = 0; i < dlock__reply_shape_count; i++) {
-        const dlock__reply_shape *s = dlock__reply_shapes[i];
+    for (size_t i = 0; i < EVERY_REPLY_SHAPE_COUNT; i++) {
+        const dlock__reply_shape *s = every_reply_shape[i];
         dlock__shape_values got;
         if (dlock__reply_shape_check(s, r, &got) && (got.form < 0 || got.form >= s->forms))
             abort();

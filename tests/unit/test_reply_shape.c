@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* test_reply_shape.c — every script's reply shape (src/core/reply_shape.c) against replies
- * read from RESP bytes by hiredis' own reader, as they arrive from a server: each shape
- * takes what its script answers and refuses what it does not ({1}, {1, 0}, {1, -5},
- * {1, "1", "7"}, a string, +OK, nil, [], a nested array, a token of 0, a token that cannot
- * rise), and the error text says what arrived and what the script answers. */
+/* test_reply_shape.c — every script's reply shape (src/lock/lock_shapes.c,
+ * src/semaphore/semaphore_shapes.c) against replies read from RESP bytes by hiredis' own reader, as
+ * they arrive from a server: each shape takes what its script answers and refuses what it does not
+ * ({1}, {1, 0}, {1, -5}, {1, "1", "7"}, a string, +OK, nil, [], a nested array, a token of 0, a
+ * token that cannot rise), and the error text says what arrived and what the script answers. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,7 +13,7 @@
 #include <cmocka.h>
 #include <hiredis/hiredis.h>
 
-#include "reply_shape.h"
+#include "every_reply_shape.h"
 
 /* The one reply in bytes (a complete RESP value), as hiredis' reader builds it. */
 static redisReply *read_reply(const char *bytes) {
@@ -72,17 +72,17 @@ static const char *const never_a_script_reply[] = {
 static void
 test_every_shape_refuses_strings_status_nil_empty_nested_and_short_arrays(void **state) {
     (void)state;
-    assert_true(dlock__reply_shape_count >= 14);
-    for (size_t i = 0; i < dlock__reply_shape_count; i++)
+    assert_true(EVERY_REPLY_SHAPE_COUNT >= 14);
+    for (size_t i = 0; i < EVERY_REPLY_SHAPE_COUNT; i++)
         for (size_t j = 0; j < sizeof(never_a_script_reply) / sizeof(never_a_script_reply[0]); j++)
-            expect_refused(dlock__reply_shapes[i], never_a_script_reply[j]);
+            expect_refused(every_reply_shape[i], never_a_script_reply[j]);
 }
 
 static void test_nothing_at_all_fits_no_shape(void **state) {
     (void)state;
     dlock__shape_values got;
-    for (size_t i = 0; i < dlock__reply_shape_count; i++)
-        assert_false(dlock__reply_shape_check(dlock__reply_shapes[i], NULL, &got));
+    for (size_t i = 0; i < EVERY_REPLY_SHAPE_COUNT; i++)
+        assert_false(dlock__reply_shape_check(every_reply_shape[i], NULL, &got));
 }
 
 static void test_lock_acquire_takes_acquired_and_busy_replies(void **state) {
