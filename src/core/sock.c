@@ -12,7 +12,9 @@
  *   - Each resolved address is tried in turn (non-blocking connect, then SO_ERROR once the
  *     socket is writable) until one connects.
  *   - Writes are appended to an output buffer and sent when the socket is writable: what
- *     the owner queues in one loop turn leaves in one write.
+ *     the owner queues in one loop turn leaves in one write. No write raises SIGPIPE (the
+ *     async face runs on the application's thread, whose SIGPIPE may end the process):
+ *     plaintext sends with MSG_NOSIGNAL, and TLS through tls.c's socket BIO, which does too.
  *   - Reads go to the owner's data hook as they come; TLS records decrypted ahead (SSL
  *     pending) are read in the same turn, as the socket is no longer readable for them.
  *   - Under TLS a read may need the socket writable and a write may need it readable

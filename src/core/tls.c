@@ -10,11 +10,21 @@
  * The server is verified by its certificate chain and by its name: a host name against the
  * certificate's DNS names, an IP address against its IP addresses. A failure is never
  * papered over: sock.c reports it, the link counts a failed attempt (DLOCK_ECONN with the
- * text made here) and backs off; nothing falls back to plaintext. */
+ * text made here) and backs off; nothing falls back to plaintext.
+ *
+ * A session's bytes go through a socket BIO of our own rather than OpenSSL's: OpenSSL's
+ * writes with write(), and a write to a connection the server closed raises SIGPIPE, which
+ * ends a process that did not ignore it — the async face runs on the application's thread,
+ * with the application's signal dispositions. Ours sends with MSG_NOSIGNAL (Linux has no
+ * SO_NOSIGPIPE), as the plaintext path does; it reads, signals end of file and asks for a
+ * retry exactly as OpenSSL's does, so the handshake and the failures read the same. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -102,6 +112,84 @@ void dlock__tls_free(dlock__tls *tls) {
     dlock__free(tls);
 }
 
+/* ---- the socket BIO ------------------------------------------------------------------------ */
+
+static int bio_fd(BIO *b) {
+    return (int)(intptr_t)BIO_get_data(b);
+}
+
+static bool try_again(int err) {
+    return err == EAGAIN || err == EWOULDBLOCK || err == EINTR || err == EINPROGRESS;
+}
+
+static int bio_write(BIO *b, const char *buf, int len) {
+    errno = 0;
+    ssize_t n = send(bio_fd(b), buf, (size_t)len, MSG_NOSIGNAL);
+    BIO_clear_retry_flags(b);
+    if (n < 0 && try_again(errno))
+        BIO_set_retry_write(b);
+    return (int)n;
+}
+
+static int bio_read(BIO *b, char *buf, int len) {
+    errno = 0;
+    ssize_t n = recv(bio_fd(b), buf, (size_t)len, 0);
+    BIO_clear_retry_flags(b);
+    if (n < 0 && try_again(errno))
+        BIO_set_retry_read(b);
+    else if (n == 0)
+        BIO_set_flags(b, BIO_FLAGS_IN_EOF); /* tells OpenSSL the server closed the TCP side */
+    return (int)n;
+}
+
+static int bio_puts(BIO *b, const char *text) {
+    return bio_write(b, text, (int)strlen(text));
+}
+
+static long bio_ctrl(BIO *b, int cmd, long num, void *ptr) {
+    (void)num;
+    switch (cmd) {
+    case BIO_CTRL_FLUSH: /* nothing is buffered here */
+    case BIO_CTRL_DUP:
+        return 1;
+    case BIO_CTRL_EOF:
+        return BIO_test_flags(b, BIO_FLAGS_IN_EOF) != 0;
+    case BIO_C_GET_FD:
+        if (ptr)
+            *(int *)ptr = bio_fd(b);
+        return bio_fd(b);
+    default:
+        return 0;
+    }
+}
+
+static BIO_METHOD *nosignal_method;
+
+static void nosignal_method_make(void) {
+    BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK | BIO_TYPE_DESCRIPTOR,
+                                 "dlock socket (MSG_NOSIGNAL)");
+    if (m && BIO_meth_set_write(m, bio_write) == 1 && BIO_meth_set_read(m, bio_read) == 1 &&
+        BIO_meth_set_puts(m, bio_puts) == 1 && BIO_meth_set_ctrl(m, bio_ctrl) == 1) {
+        nosignal_method = m; /* one per process, for its lifetime */
+        return;
+    }
+    BIO_meth_free(m);
+}
+
+/* A BIO on fd (not closed by the BIO) whose writes raise no SIGPIPE; NULL: out of memory. */
+static BIO *nosignal_bio(int fd) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, nosignal_method_make);
+    BIO *b = nosignal_method ? BIO_new(nosignal_method) : NULL;
+    if (b) {
+        BIO_set_data(b, (void *)(intptr_t)fd);
+        BIO_set_init(b, 1);
+    }
+    return b;
+}
+
+/* ---- sessions -------------------------------------------------------------------------------- */
+
 static bool is_ip_address(const char *host) {
     unsigned char addr[sizeof(struct in6_addr)];
     return inet_pton(AF_INET, host, addr) == 1 || inet_pton(AF_INET6, host, addr) == 1;
@@ -109,11 +197,13 @@ static bool is_ip_address(const char *host) {
 
 void *dlock__tls_session(dlock__tls *tls, int fd, const char *host, char *err, size_t errlen) {
     SSL *ssl = SSL_new(tls->ctx);
-    if (!ssl || SSL_set_fd(ssl, fd) != 1) {
+    BIO *bio = ssl ? nosignal_bio(fd) : NULL;
+    if (!bio) {
         SSL_free(ssl);
         openssl_reason(err, errlen, "TLS: out of memory");
         return NULL;
     }
+    SSL_set_bio(ssl, bio, bio); /* the session owns it */
     const char *name = tls->name ? tls->name : host;
     bool ip = is_ip_address(name);
     bool ok = true;
