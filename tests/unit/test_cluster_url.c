@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/* test_cluster_url.c — what a Cluster client computes before any I/O: the slot of a key (the
+ * cluster specification's vectors and hash tags), redis-cluster:// URLs (what each seed
+ * becomes, a clear DLOCK_EINVAL otherwise, never a password in the reason), and the
+ * scripts' Cluster texts (SPUBLISH everywhere a script publishes, the cross-slot flag). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cluster.h"
+
+/* ---- slots ------------------------------------------------------------------------------- */
+
+static int slot(const char *key) {
+    return dlock__slot_of(key, strlen(key));
+}
+
+static void test_crc16_is_the_xmodem_checksum_of_the_specification(void **state) {
+    (void)state;
+    assert_int_equal(dlock__crc16("123456789", 9), 0x31C3);
+    assert_int_equal(dlock__crc16("", 0), 0);
+}
+
+static void test_slot_follows_the_hash_tag_rule(void **state) {
+    (void)state;
+    /* values from CLUSTER KEYSLOT on Redis 7.0 */
+    assert_int_equal(slot("foo"), 12182);
+    assert_int_equal(slot("job"), slot("redisson_lock__channel:{job}"));
+    assert_int_equal(slot("{user1000}.following"), slot("{user1000}.followers"));
+    assert_int_equal(slot("foo{}{bar}"), dlock__crc16("foo{}{bar}", 10) & 16383); /* empty tag */
+    assert_int_equal(slot("foo{{bar}}zap"), slot("{bar")); /* the tag is "{bar" */
+    assert_int_equal(slot("foo{bar}{zap}"), slot("bar"));  /* the first tag only */
+    assert_int_equal(slot("x{"), dlock__crc16("x{", 2) & 16383);
+    char binary[] = {'a', '\0', 'b'};
+    assert_int_equal(dlock__slot_of(binary, 3), dlock__crc16(binary, 3) & 16383);
+}
+
+/* ---- URLs -------------------------------------------------------------------------------- */
+
+static dlock__cluster_url parse_ok(const char *url) {
+    dlock__cluster_url u;
+    char err[200];
+    if (dlock__cluster_url_parse(url, &u, err, sizeof(err)) != DLOCK_OK)
+        fail_msg("%s: %s", url, err);
+    return u;
+}
+
+static void expect_bad(const char *url, const char *reason_part) {
+    dlock__cluster_url u;
+    char err[200];
+    if (dlock__cluster_url_parse(url, &u, err, sizeof(err)) != DLOCK_EINVAL)
+        fail_msg("%s was accepted", url);
+    if (!strstr(err, reason_part))
+        fail_msg("%s: reason \"%s\" does not mention \"%s\"", url, err, reason_part);
+    assert_null(strstr(err, "s3cret"));
+    assert_null(u.seeds);
+}
+
+static void test_cluster_url_gives_every_seed_and_the_nodes_settings(void **state) {
+    (void)state;
+    assert_true(dlock__url_is_cluster("redis-cluster://h"));
+    assert_true(dlock__url_is_cluster("rediss-cluster://h"));
+    assert_false(dlock__url_is_cluster("redis://h"));
+    dlock__cluster_url u =
+        parse_ok("redis-cluster://app:s3cret@10.0.0.1:7000,10.0.0.2,[::1]:7002?sync_replicas=1");
+    assert_int_equal(u.count, 3);
+    assert_string_equal(u.seeds[0].host, "10.0.0.1");
+    assert_int_equal(u.seeds[0].port, 7000);
+    assert_string_equal(u.seeds[1].host, "10.0.0.2");
+    assert_int_equal(u.seeds[1].port, 6379);
+    assert_string_equal(u.seeds[2].host, "::1");
+    assert_int_equal(u.seeds[2].port, 7002);
+    assert_null(u.data.host);
+    assert_string_equal(u.data.user, "app");
+    assert_string_equal(u.data.password, "s3cret");
+    assert_int_equal(u.data.sync_replicas, 1);
+    assert_false(u.data.tls);
+    dlock__cluster_url_free(&u);
+    u = parse_ok("rediss-cluster://h1:7000?insecure=1");
+    assert_true(u.data.tls);
+    assert_true(u.seeds[0].tls_insecure);
+    dlock__cluster_url_free(&u);
+}
+
+static void test_bad_cluster_urls_are_einval_saying_why(void **state) {
+    (void)state;
+    expect_bad("redis-cluster://", "no seed host");
+    expect_bad("redis-cluster://:s3cret@", "no seed host");
+    expect_bad("redis-cluster://h1,,h2", "empty seed host");
+    expect_bad("redis-cluster://h1/3", "one database");
+    expect_bad("redis-cluster://h1,h2:99999", "seed host 2");
+    expect_bad("redis-cluster://h1?cacert=/x", "seed host 1");
+    expect_bad("redis-clusters://h1", "scheme");
+}
+
+/* ---- the scripts' Cluster texts ---------------------------------------------------------- */
+
+static void test_cluster_scripts_publish_sharded_and_allow_cross_slot_keys(void **state) {
+    (void)state;
+    dlock_client *c = calloc(1, sizeof(*c));
+    assert_non_null(c);
+    assert_int_equal(dlock__scripts_shard(c), DLOCK_OK);
+    for (int i = 0; i < DLOCK__SCRIPT_COUNT; i++) {
+        size_t len;
+        const char *text = dlock__script_text(c, (enum dlock__script_id)i, &len);
+        assert_int_equal(len, strlen(text));
+        assert_int_equal(strncmp(text, "#!lua flags=allow-cross-slot-keys\n", 34), 0);
+        /* no publish left in any other form: every wake-up is sharded in a Cluster */
+        if (strstr(text, "'publish'") || strstr(text, "\"publish\"") ||
+            strstr(text, "'PUBLISH'") || strstr(text, "\"PUBLISH\""))
+            fail_msg("%s publishes in a form the Cluster text does not rewrite",
+                     dlock__scripts[i].name);
+        bool publishes = strstr(dlock__scripts[i].text, "redis.call('publish',") != NULL;
+        assert_int_equal(publishes, strstr(text, "redis.call('spublish',") != NULL);
+    }
+    dlock__scripts_free(c);
+    free(c);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_crc16_is_the_xmodem_checksum_of_the_specification),
+        cmocka_unit_test(test_slot_follows_the_hash_tag_rule),
+        cmocka_unit_test(test_cluster_url_gives_every_seed_and_the_nodes_settings),
+        cmocka_unit_test(test_bad_cluster_urls_are_einval_saying_why),
+        cmocka_unit_test(test_cluster_scripts_publish_sharded_and_allow_cross_slot_keys),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
