@@ -2,9 +2,20 @@
 /* renew.c — the watchdog: one registry of the client's held leases, one periodic tick.
  *
  * Every watchdog_ms/3 the tick renews every held lease: leases are grouped by their renew
- * script, renew_batch to a script call, and all calls of a tick are queued in one loop
- * turn, so they leave in one write. 100,000 held locks cost 1,000 script calls per tick,
- * not 100,000 timers and round trips.
+ * script and by the node their key is on (dlock__command_node: one group per script on one
+ * Redis), renew_batch to a script call, and all calls of a tick are queued in one loop
+ * turn, so they leave in one write per node. 100,000 held locks cost 1,000 script calls per
+ * tick, not 100,000 timers and round trips.
+ *
+ * In a Cluster a batch spans the slots of one node. Redis refuses declared keys of several
+ * slots (CROSSSLOT), so there a batch declares only its first key, by which it is routed
+ * (MOVED and ASK of that slot are followed by the transport), and passes the others after
+ * the fields; the scripts' allow-cross-slot-keys lets them touch those, as long as they are
+ * on the node. When one is not (a slot moved since the map was read) the node answers the
+ * whole batch with an error, and its leases are sent again at once, one per call: each
+ * such call is placed by its own key, and its MOVED teaches the map, so the next tick
+ * groups by the new owners. A node that stays lost makes its own leases lost when their
+ * confirmed time runs out; the other nodes' batches never wait for it.
  *
  * Each held lease knows until when it is confirmed: the send time of its acquire or of its
  * last successful renewal, plus watchdog_ms. The held list is kept in that order, and one
@@ -43,6 +54,8 @@ struct dlock__lease {
 
 typedef struct renew_batch {
     dlock_client *client;
+    enum dlock__script_id script;
+    const void *node; /* where its keys are: dlock__command_node of the first */
     int64_t sent_ms;
     size_t count;
     dlock__lease *leases[];
@@ -153,6 +166,29 @@ static void note_renewal_lag(dlock_client *c, const dlock__lease *l) {
     dlock__stat_renewal(c, lag > 0 ? lag : 0, tick_period_ms(c));
 }
 
+static renew_batch *batch_new(dlock_client *c, enum dlock__script_id script, const void *node,
+                              size_t cap) {
+    renew_batch *b = dlock__malloc(sizeof(renew_batch) + cap * sizeof(dlock__lease *));
+    if (b) {
+        b->client = c;
+        b->script = script;
+        b->node = node;
+        b->count = 0;
+    }
+    return b;
+}
+
+static void send_batch(dlock_client *c, renew_batch *b);
+
+/* l again, in a call of its own (its batch was refused: see the opening comment). */
+static void send_alone(dlock_client *c, enum dlock__script_id script, dlock__lease *l) {
+    renew_batch *b = batch_new(c, script, NULL, 1);
+    if (!b)
+        return; /* out of memory: the expiry timer decides */
+    b->leases[b->count++] = l;
+    send_batch(c, b);
+}
+
 static void on_renewed(dlock_client *c, int status, const dlock__reply *reply, int sends,
                        void *arg) {
     (void)sends; /* a renewal is the same whether sent once or twice */
@@ -161,10 +197,16 @@ static void on_renewed(dlock_client *c, int status, const dlock__reply *reply, i
     /* a reply of another shape confirms nothing: the expiry timer decides */
     bool answered =
         status == DLOCK_OK && dlock__reply_shape_each(&dlock__shape_renewed, reply, b->count);
-    if (status == DLOCK_OK && !answered) {
+    /* a Cluster node that refused the batch: a key of it is elsewhere now */
+    bool refused = status == DLOCK_EREDIS && c->cluster && b->count > 1;
+    if ((status == DLOCK_OK && !answered) || refused) {
         char what[200];
         dlock__reply_describe(reply, what, sizeof(what));
-        dlock__log(c, DLOCK_LOG_WARN, "renewal of %zu leases: unexpected reply %s", b->count, what);
+        dlock__log(c, DLOCK_LOG_WARN, "renewal of %zu leases: %s %s", b->count,
+                   refused ? "refused, sent one by one:" : "unexpected reply", what);
+    } else if (status != DLOCK_OK) {
+        dlock__log(c, DLOCK_LOG_WARN, "renewal of %zu leases failed: %s", b->count,
+                   dlock_strerror(status));
     }
     for (size_t i = 0; i < b->count; i++) {
         dlock__lease *l = b->leases[i];
@@ -174,6 +216,8 @@ static void on_renewed(dlock_client *c, int status, const dlock__reply *reply, i
                 lease_free(l);
             continue;
         }
+        if (refused)
+            send_alone(c, b->script, l);
         if (!answered)
             continue; /* unconfirmed: the expiry timer decides */
         if (dlock__reply_int(dlock__reply_at(reply, i)) == 1) {
@@ -188,71 +232,95 @@ static void on_renewed(dlock_client *c, int status, const dlock__reply *reply, i
             declare_lost(r, l, DLOCK_ELOST, "renewal found it gone");
         }
     }
-    if (status != DLOCK_OK)
-        dlock__log(c, DLOCK_LOG_WARN, "renewal of %zu leases failed: %s", b->count,
-                   dlock_strerror(status));
     dlock__free(b);
     if (status != DLOCK_ECANCELED)
         arm_expiry(r, c);
 }
 
-static void send_batch(dlock_client *c, enum dlock__script_id script, renew_batch *b) {
-    size_t nargs = 2 * b->count + 1;
+/* EVALSHA of b's script. The arguments: the declared keys (every key on one Redis, the
+ * first in a Cluster: see the opening comment), the lease, each lease's field, then the
+ * keys not declared. */
+static void send_batch(dlock_client *c, renew_batch *b) {
+    size_t n = b->count, declared = c->cluster ? 1 : n;
+    size_t nargs = 2 * n + 1;
     const char **args = dlock__malloc(sizeof(*args) * nargs);
     size_t *lens = dlock__malloc(sizeof(*lens) * nargs);
     char lease[24];
     int rc = DLOCK_ENOMEM;
     if (args && lens) {
-        for (size_t i = 0; i < b->count; i++) {
-            args[i] = b->leases[i]->key;
-            lens[i] = b->leases[i]->key_len;
-            args[b->count + 1 + i] = b->leases[i]->field;
-            lens[b->count + 1 + i] = b->leases[i]->field_len;
+        for (size_t i = 0; i < n; i++) {
+            size_t key_at = i < declared ? i : n + 1 + i;
+            args[key_at] = b->leases[i]->key;
+            lens[key_at] = b->leases[i]->key_len;
+            args[declared + 1 + i] = b->leases[i]->field;
+            lens[declared + 1 + i] = b->leases[i]->field_len;
         }
-        args[b->count] = lease;
-        lens[b->count] =
+        args[declared] = lease;
+        lens[declared] =
             (size_t)snprintf(lease, sizeof(lease), "%lld", (long long)c->opts.watchdog_ms);
         b->sent_ms = dlock__now_ms();
-        rc = dlock__script(c, script, DLOCK__CMD_RETRY_SAFE, on_renewed, b, (int)b->count,
+        rc = dlock__script(c, b->script, DLOCK__CMD_RETRY_SAFE, on_renewed, b, (int)declared,
                            (int)nargs, args, lens);
     }
     dlock__free(args);
     dlock__free(lens);
     if (rc == DLOCK_OK) {
         c->renew.renew_calls++;
-        dlock__stat_add(c, DLOCK__STAT_RENEWALS_SENT, (int64_t)b->count);
-        for (size_t i = 0; i < b->count; i++)
+        dlock__stat_add(c, DLOCK__STAT_RENEWALS_SENT, (int64_t)n);
+        for (size_t i = 0; i < n; i++)
             b->leases[i]->batches_in_flight++;
     } else {
         dlock__free(b);
     }
 }
 
+/* The batches of a tick still filling: one per renew script and node. */
+typedef struct open_batches {
+    renew_batch **v;
+    size_t count, cap;
+} open_batches;
+
+/* The open batch for script on node, made if there is none; NULL when out of memory. */
+static renew_batch *open_batch(open_batches *o, dlock_client *c, enum dlock__script_id script,
+                               const void *node) {
+    for (size_t k = 0; k < o->count; k++)
+        if (o->v[k]->script == script && o->v[k]->node == node)
+            return o->v[k];
+    if (o->count == o->cap) {
+        size_t cap = o->cap ? 2 * o->cap : 8;
+        renew_batch **grown = dlock__realloc(o->v, cap * sizeof(*grown));
+        if (!grown)
+            return NULL;
+        o->v = grown;
+        o->cap = cap;
+    }
+    renew_batch *b = batch_new(c, script, node, (size_t)c->opts.renew_batch);
+    if (b)
+        o->v[o->count++] = b;
+    return b;
+}
+
 /* Sends one renewal of every held lease. */
 static void renew_all(dlock_client *c) {
-    dlock__renew *r = &c->renew;
     size_t cap = (size_t)c->opts.renew_batch;
-    /* One open batch per renew script; a batch leaves as soon as it is full. */
-    renew_batch *open[DLOCK__SCRIPT_COUNT > 0 ? DLOCK__SCRIPT_COUNT : 1];
-    memset(open, 0, sizeof(open));
-    for (dlock__lease *l = r->held_head; l; l = l->next) {
-        size_t s = (size_t)l->ops->renew_script;
-        if (!open[s]) {
-            open[s] = dlock__malloc(sizeof(renew_batch) + cap * sizeof(dlock__lease *));
-            if (!open[s])
-                break; /* out of memory: unconfirmed leases are reported by the expiry */
-            open[s]->client = c;
-            open[s]->count = 0;
-        }
-        open[s]->leases[open[s]->count++] = l;
-        if (open[s]->count == cap) {
-            send_batch(c, (enum dlock__script_id)s, open[s]);
-            open[s] = NULL;
+    open_batches open = {0};
+    for (dlock__lease *l = c->renew.held_head; l; l = l->next) {
+        renew_batch *b =
+            open_batch(&open, c, l->ops->renew_script, dlock__command_node(c, l->key, l->key_len));
+        if (!b)
+            break; /* out of memory: unconfirmed leases are reported by the expiry */
+        b->leases[b->count++] = l;
+        if (b->count == cap) { /* full: it leaves, and its place goes to the last open one */
+            send_batch(c, b);
+            size_t k = 0;
+            while (open.v[k] != b)
+                k++;
+            open.v[k] = open.v[--open.count];
         }
     }
-    for (size_t s = 0; s < sizeof(open) / sizeof(open[0]); s++)
-        if (open[s])
-            send_batch(c, (enum dlock__script_id)s, open[s]);
+    for (size_t k = 0; k < open.count; k++)
+        send_batch(c, open.v[k]);
+    dlock__free(open.v);
 }
 
 static void on_tick(dlock__timer *t, void *arg) {
