@@ -344,12 +344,16 @@ const char *cluster_fixture_node_id(const cluster_fixture *f, int i) {
 
 /* ---- failover ------------------------------------------------------------------------------ */
 
-int cluster_fixture_kill_master_of_slot(cluster_fixture *f, int slot) {
+int cluster_fixture_kill_master(cluster_fixture *f, int slot) {
     int old = cluster_fixture_node_of_slot(f, slot);
     if (old < 0 || redis_fixture_kill(f->nodes[old]) != 0) {
         fprintf(stderr, "cluster_fixture: no master of slot %d to kill\n", slot);
         return -1;
     }
+    return old;
+}
+
+int cluster_fixture_wait_new_master(cluster_fixture *f, int slot, int old) {
     int64_t deadline = test_now_ms() + test_slack_ms(FAILOVER_TIMEOUT_MS);
     for (;;) {
         int owner = agreed_owner(f, slot, old);
@@ -361,6 +365,11 @@ int cluster_fixture_kill_master_of_slot(cluster_fixture *f, int slot) {
         }
         test_sleep_ms(POLL_MS);
     }
+}
+
+int cluster_fixture_kill_master_of_slot(cluster_fixture *f, int slot) {
+    int old = cluster_fixture_kill_master(f, slot);
+    return old < 0 ? -1 : cluster_fixture_wait_new_master(f, slot, old);
 }
 
 /* ---- slot migration ------------------------------------------------------------------------ */

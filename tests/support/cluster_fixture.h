@@ -65,6 +65,12 @@ int cluster_fixture_node_of_slot(cluster_fixture *f, int slot);
  * cluster_state:ok (up to 20 s x slack). Returns the new owner's index, or -1 with a message
  * on stderr. */
 int cluster_fixture_kill_master_of_slot(cluster_fixture *f, int slot);
+/* The two halves of it, so that a test can act from the moment of the kill:
+ * kill_master SIGKILLs the master of `slot` and returns its index at once (-1 with a message
+ * on stderr); wait_new_master waits as above for an owner other than `old` and returns it
+ * (-1 with a message on stderr). */
+int cluster_fixture_kill_master(cluster_fixture *f, int slot);
+int cluster_fixture_wait_new_master(cluster_fixture *f, int slot, int old);
 
 /* Moves `slot` to master `to` in two halves, so that a test can act in between:
  * begin: CLUSTER SETSLOT slot IMPORTING on `to`, MIGRATING on the owner (the owner then
