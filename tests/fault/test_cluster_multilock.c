@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+/* test_cluster_multilock.c — a MultiLock (include/dlock/multilock.h) whose members live on the
+ * three different masters of a redis-cluster:// client's cluster, each in its own slot:
+ *   - acquire takes every member, each kept by the master of its slot, and release frees
+ *     them all there;
+ *   - a second client's MultiLock over the same names (another order) cannot have them while
+ *     they are held and leaves nothing behind; it gets them once the first is released;
+ * One 6-node cluster for the file. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cluster.h"
+#include "cluster_load.h"
+
+#define MEMBERS 3
+#define LEASE_MS 1000
+
+static cluster_fixture *fx; /* the group's, set by each test */
+
+typedef struct members {
+    char names[MEMBERS][CLUSTER_NAME_MAX];
+    int master[MEMBERS];
+    dlock_lock *l[MEMBERS];
+    dlock_lock *multi;
+} members;
+
+/* Member i on master i, on client c; the MultiLock over them in the order `order`. */
+static void members_new(members *m, dlock_client *c, const char *prefix, const int order[MEMBERS]) {
+    int masters[3];
+    cluster_masters(fx, masters);
+    for (int i = 0; i < MEMBERS; i++) {
+        char p[32];
+        snprintf(p, sizeof(p), "%s%d", prefix, i);
+        m->master[i] = masters[i];
+        cluster_name_on(fx, p, masters[i], m->names[i], CLUSTER_NAME_MAX);
+        ASSERT_OK(dlock_lock_new(c, m->names[i], &m->l[i]));
+    }
+    dlock_lock *ordered[MEMBERS];
+    for (int i = 0; i < MEMBERS; i++)
+        ordered[i] = m->l[order[i]];
+    ASSERT_OK(dlock_multilock_new(ordered, MEMBERS, &m->multi));
+}
+
+static void members_free(members *m) {
+    dlock_lock_free(m->multi);
+    for (int i = 0; i < MEMBERS; i++)
+        dlock_lock_free(m->l[i]);
+}
+
+/* Owners (hash fields) of member i's key on the master of its slot. */
+static long long owners_on_master(const members *m, int i) {
+    return redis_fixture_int(cluster_fixture_node(fx, m->master[i]), "HLEN %s", m->names[i]);
+}
+
+static void test_multilock_members_are_kept_each_by_the_master_of_its_slot(void **state) {
+    fx = *state;
+    static const int order[MEMBERS] = {0, 1, 2};
+    dlock_client *c = cluster_client(fx, (test_client_cfg){0});
+    members m;
+    members_new(&m, c, "multi", order);
+    ASSERT_OK(dlock_lock_acquire(m.multi, 30000));
+    bool held = false;
+    ASSERT_OK(dlock_lock_is_held(m.multi, &held));
+    assert_true(held);
+    for (int i = 0; i < MEMBERS; i++) {
+        assert_int_equal(owners_on_master(&m, i), 1);
+        long long pttl =
+            redis_fixture_int(cluster_fixture_node(fx, m.master[i]), "PTTL %s", m.names[i]);
+        ASSERT_BETWEEN(pttl, 1, 30000);
+    }
+    ASSERT_OK(dlock_lock_release(m.multi));
+    for (int i = 0; i < MEMBERS; i++)
+        assert_int_equal(owners_on_master(&m, i), 0);
+    members_free(&m);
+    dlock_client_free(c);
+}
+
+static int acquire_within_5s(void *arg) {
+    return dlock_lock_try_acquire(arg, 5000, LEASE_MS);
+}
+
+static void test_second_multilock_over_the_same_members_waits_for_the_first(void **state) {
+    fx = *state;
+    static const int forward[MEMBERS] = {0, 1, 2}, backward[MEMBERS] = {2, 1, 0};
+    dlock_client *ca = cluster_client(fx, (test_client_cfg){0});
+    dlock_client *cb = cluster_client(fx, (test_client_cfg){0});
+    members a, b;
+    members_new(&a, ca, "shared", forward);
+    members_new(&b, cb, "shared", backward);
+    ASSERT_OK(dlock_lock_acquire(a.multi, 30000));
+    /* busy: what b took of the members (none, as the first in order is held) is given back */
+    ASSERT_RC(dlock_lock_try_acquire(b.multi, 0, LEASE_MS), DLOCK_ETIMEDOUT);
+    for (int i = 0; i < MEMBERS; i++)
+        assert_int_equal(owners_on_master(&a, i), 1);
+    /* b waits; a's release lets it have every member */
+    blocking_call wait;
+    blocking_call_start(&wait, acquire_within_5s, b.multi);
+    ASSERT_OK(dlock_lock_release(a.multi));
+    ASSERT_OK(blocking_call_join(&wait));
+    for (int i = 0; i < MEMBERS; i++)
+        assert_int_equal(owners_on_master(&b, i), 1);
+    members_free(&a);
+    members_free(&b); /* b's members stay held by the waiting thread until their lease */
+    dlock_client_free(ca);
+    dlock_client_free(cb);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_multilock_members_are_kept_each_by_the_master_of_its_slot),
+        cmocka_unit_test(test_second_multilock_over_the_same_members_waits_for_the_first),
+    };
+    return cmocka_run_group_tests(tests, cluster_group_setup, cluster_group_teardown);
+}
