@@ -16,6 +16,10 @@
  * flight, as on any drop) and reconnects after its backoff. Nothing a server or a proxy
  * sends can end the process.
  *
+ * An owner that has no use for its connection for a while (a Cluster shard's subscriber
+ * with no channel left) stops the link: the connection goes, nothing reconnects, and
+ * dlock__link_start opens it again later.
+ *
  * A connection may be dropped from anywhere on the loop thread, a reply callback included:
  * the dispatch loop notices (generation) and stops, and the sock frees itself once its
  * hook returns. The owner settles its commands in on_down. */
@@ -406,6 +410,21 @@ void dlock__link_start(dlock__link *link) {
     }
     dlock__timer_start(&c->sched, &link->timer, c->opts.connect_timeout_ms);
     dlock__link_connect_to(link, &c->endpoint);
+}
+
+void dlock__link_stop(dlock__link *link) {
+    if (link->state == LINK_CLOSED || link->state == LINK_IDLE)
+        return;
+    dlock__timer_stop(&link->client->sched, &link->timer);
+    drop_connection(link);
+    link->state = LINK_IDLE; /* failures stay: a node that keeps failing keeps its backoff */
+}
+
+bool dlock__link_awaits(const dlock__link *link, dlock__link_reply_fn fn, const void *arg) {
+    if (link->expect_count == 0)
+        return false;
+    const dlock__link_expect *oldest = &link->expect[link->expect_head];
+    return oldest->fn == fn && oldest->arg == arg;
 }
 
 void dlock__link_close(dlock__link *link) {

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* pubsub.c — the subscriber connection and the channel router.
  *
- * One subscriber connection per client, opened when the first listener arrives. However
- * many listeners a channel has, the router sends one SUBSCRIBE for it and one UNSUBSCRIBE
- * when the last listener leaves. Each channel moves through
+ * One subscriber connection per client, opened when the first listener arrives; in a
+ * Cluster, one per master instead (a shard subscriber, cluster.c), which speaks sharded
+ * pub/sub and is closed whenever it has no channel left. However many listeners a channel
+ * has, the router sends one SUBSCRIBE (SSUBSCRIBE) for it and one UNSUBSCRIBE
+ * (SUNSUBSCRIBE) when the last listener leaves. Each channel moves through
  *
  *   IDLE --SUBSCRIBE--> SUBSCRIBING --confirmed--> ACTIVE --UNSUBSCRIBE--> UNSUBSCRIBING
  *
@@ -25,7 +27,16 @@
  * their shape: message (3 strings), pmessage (4), smessage (3). A push or a confirmation
  * of any other shape, or one the client did not ask for, is a protocol violation: the link
  * drops the connection and comes back after its backoff, and every channel is subscribed
- * again. A message for a channel the client has just left is not: it was on its way. */
+ * again. A message for a channel the client has just left is not: it was on its way.
+ *
+ * A shard subscriber's channels live where their slot is. A node that gives a slot away
+ * (a resharding done, a failover) says so to its subscribers with a sunsubscribe of its
+ * own for each channel of the slot, and answers MOVED to a SSUBSCRIBE or SUNSUBSCRIBE for
+ * it: either way the channel is no longer subscribed there. It goes back to IDLE keeping
+ * its listeners and the owner hears of it (on_slot_lost): it reads the slot map again, and
+ * dlock__pubsub_follow_slots hands the listeners to the subscriber of the slot's new master,
+ * where on_ready tells them to look again. A sunsubscribe is a confirmation only when it is
+ * the answer the oldest command in flight waits for. */
 #include <string.h>
 
 #include <hiredis/hiredis.h>
@@ -40,18 +51,28 @@ typedef struct channel {
     enum channel_state state;
     dlock__listener *listeners;
     size_t nlisteners;
-    uint64_t subscribe_seq; /* which SUBSCRIBE of the connection asked for it */
-    dlock__pubsub *ps;      /* the subscriber it is on */
+    dlock__pubsub *ps; /* the subscriber it is on */
 } channel;
 
 static dlock__pubsub *pubsub_of(dlock__link *link) {
     return DLOCK__CONTAINER_OF(link, dlock__pubsub, link);
 }
 
-static void on_sub_reply(dlock__link *link, const dlock__reply *reply, void *arg);
+/* The two commands a channel's life is made of, and the answer each gets: plain pub/sub,
+ * and sharded pub/sub (a Cluster shard's subscriber). Indexed [sharded][subscribe]. */
+static const char *const COMMAND[2][2] = {{"UNSUBSCRIBE", "SUBSCRIBE"},
+                                          {"SUNSUBSCRIBE", "SSUBSCRIBE"}};
+static const char *const CONFIRMATION[2][2] = {{"unsubscribe", "subscribe"},
+                                               {"sunsubscribe", "ssubscribe"}};
 
-/* What a command's answer must be: the arg of its dlock__link_send. */
-static const char SUBSCRIBE_VERB[] = "subscribe", UNSUBSCRIBE_VERB[] = "unsubscribe";
+/* Not yet in core.h: link.c's stop and its look at the oldest command in flight. */
+void dlock__link_stop(dlock__link *link);
+bool dlock__link_awaits(const dlock__link *link, dlock__link_reply_fn fn, const void *arg);
+
+/* The answers of a channel's commands; arg is the channel, which stays while one of its
+ * commands is in flight (only its confirmation, a refusal or a drop frees it). */
+static void on_subscribe_reply(dlock__link *link, const dlock__reply *reply, void *arg);
+static void on_unsubscribe_reply(dlock__link *link, const dlock__reply *reply, void *arg);
 
 /* For dlock_client_stats: ch stops counting as subscribed (it was active). */
 static void leave_active(dlock__pubsub *ps, const channel *ch) {
@@ -59,29 +80,45 @@ static void leave_active(dlock__pubsub *ps, const channel *ch) {
         dlock__stat_add(ps->link.client, DLOCK__STAT_SUBSCRIPTIONS, -1);
 }
 
+/* A shard subscriber with no channel and nothing in flight closes its connection (the
+ * next listener opens it again): one connection per shard that has waiters, not per shard
+ * ever waited on. */
+static void close_if_unused(dlock__pubsub *ps) {
+    if (ps->sharded && dlock__pubsub_idle(ps))
+        dlock__link_stop(&ps->link);
+}
+
 static void channel_free(dlock__pubsub *ps, channel *ch) {
     leave_active(ps, ch);
     dlock__map_remove(&ps->channels, ch->name);
     dlock__free(ch->name);
     dlock__free(ch);
+    close_if_unused(ps);
 }
 
-static void send_one(dlock__pubsub *ps, const char *verb, channel *ch) {
+static void send_one(dlock__pubsub *ps, channel *ch, bool subscribe) {
     if (ps->link.state != LINK_READY)
         return;
+    const char *verb = COMMAND[ps->sharded][subscribe];
     const char *argv[2] = {verb, ch->name};
     size_t lens[2] = {strlen(verb), ch->len};
     /* a failure drops the link, which subscribes every channel again when it is back */
-    dlock__link_send(&ps->link, 2, argv, lens, on_sub_reply,
-                     (void *)(verb[0] == 'S' ? SUBSCRIBE_VERB : UNSUBSCRIBE_VERB));
+    dlock__link_send(&ps->link, 2, argv, lens,
+                     subscribe ? on_subscribe_reply : on_unsubscribe_reply, ch);
 }
 
 static void subscribe_one(dlock__pubsub *ps, channel *ch) {
     if (ps->link.state != LINK_READY)
         return; /* on_ready subscribes every IDLE channel */
     ch->state = CH_SUBSCRIBING;
-    ch->subscribe_seq = ++ps->subscribes_sent;
-    send_one(ps, "SUBSCRIBE", ch);
+    send_one(ps, ch, true);
+}
+
+/* ch leaves the server (its last listener left, or its slot moved to another master). */
+static void unsubscribe_one(dlock__pubsub *ps, channel *ch) {
+    leave_active(ps, ch);
+    ch->state = CH_UNSUBSCRIBING;
+    send_one(ps, ch, false);
 }
 
 static void notify_ready(channel *ch) {
@@ -112,6 +149,49 @@ static void deliver(dlock__pubsub *ps, const redisReply *name, const redisReply 
     }
 }
 
+static bool is_shaped(const redisReply *r, size_t want, bool count_last) {
+    if (r->elements != want)
+        return false;
+    for (size_t i = 1; i < want; i++)
+        if (!(count_last && i == want - 1 ? r->element[i]->type == REDIS_REPLY_INTEGER
+                                          : is_string(r->element[i])))
+            return false;
+    return true;
+}
+
+/* The node does not serve ch's slot (any more): nothing of ch is subscribed there. Its
+ * listeners stay, IDLE, until the owner's new slot map moves them. */
+static void slot_lost(dlock__pubsub *ps, channel *ch) {
+    if (ch->nlisteners == 0) {
+        channel_free(ps, ch);
+        return;
+    }
+    leave_active(ps, ch);
+    ch->state = CH_IDLE;
+    if (ps->on_slot_lost)
+        ps->on_slot_lost(ps);
+}
+
+/* A shard subscriber's sunsubscribe: the confirmation of our SUNSUBSCRIBE (false: it
+ * answers that command), or the node's own word that it gave the channel's slot away. A
+ * channel on its way out is settled by the answer to its SUNSUBSCRIBE, still to come. */
+static bool on_sunsubscribe(dlock__link *link, const dlock__reply *reply) {
+    dlock__pubsub *ps = pubsub_of(link);
+    if (!is_shaped(reply, 3, true)) {
+        dlock__link_protocol_error(link, "a sunsubscribe of the wrong shape", reply);
+        return true;
+    }
+    channel *ch = dlock__map_get(&ps->channels, reply->element[1]->str);
+    if (ch && dlock__link_awaits(link, on_unsubscribe_reply, ch))
+        return false;
+    if (ch && ch->state == CH_ACTIVE) {
+        dlock__log(link->client, DLOCK_LOG_INFO,
+                   "subscriber: the node gave away the slot of %s; following it", ch->name);
+        slot_lost(ps, ch);
+    }
+    return true;
+}
+
 /* The link's on_push: messages, checked for their shape. */
 static bool on_push(dlock__link *link, const dlock__reply *reply) {
     const char *kind = reply->element[0]->str;
@@ -120,12 +200,11 @@ static bool on_push(dlock__link *link, const dlock__reply *reply) {
         want = 3;
     else if (strcmp(kind, "pmessage") == 0)
         want = 4;
+    else if (pubsub_of(link)->sharded && strcmp(kind, "sunsubscribe") == 0)
+        return on_sunsubscribe(link, reply);
     else
         return false; /* a confirmation: it answers a command */
-    bool strings = reply->elements == want;
-    for (size_t i = 1; strings && i < want; i++)
-        strings = is_string(reply->element[i]);
-    if (!strings) {
+    if (!is_shaped(reply, want, false)) {
         dlock__link_protocol_error(link, "a message push of the wrong shape", reply);
         return true;
     }
@@ -134,46 +213,87 @@ static bool on_push(dlock__link *link, const dlock__reply *reply) {
     return true;
 }
 
-/* The refused SUBSCRIBE: Redis answers in order, so it is the oldest not yet confirmed. */
-static void refuse_oldest(dlock__pubsub *ps, const char *server_text);
+/* A refused SUBSCRIBE: its listeners hear it (they leave, and the channel goes with the
+ * last). */
+static void refuse(dlock__pubsub *ps, channel *ch, const char *server_text) {
+    if (ch->state != CH_SUBSCRIBING)
+        return; /* left meanwhile: its UNSUBSCRIBE's answer settles it */
+    dlock__noperm_text(ps->link.client, server_text, ch->name, ps->refused_text,
+                       sizeof(ps->refused_text));
+    dlock__log(ps->link.client, DLOCK_LOG_ERROR, "%s", ps->refused_text);
+    ch->state = CH_REFUSED;
+    ch->nlisteners++; /* held while its listeners run: one leaving may not free it */
+    notify_ready(ch);
+    ch->nlisteners--;
+    if (ch->nlisteners == 0)
+        channel_free(ps, ch);
+}
 
-static void on_sub_reply(dlock__link *link, const dlock__reply *reply, void *arg) {
-    const char *verb = arg;
+/* A Cluster node's refusal because the slot is not (or no longer) its own. */
+static bool not_served_here(const dlock__pubsub *ps, const char *text) {
+    static const char *const words[] = {"MOVED ", "ASK ", "CLUSTERDOWN", "TRYAGAIN"};
+    if (!ps->sharded)
+        return false;
+    for (size_t i = 0; i < sizeof(words) / sizeof(*words); i++)
+        if (strncmp(text, words[i], strlen(words[i])) == 0)
+            return true;
+    return false;
+}
+
+/* Whether reply is the confirmation [verb, channel, count] of ch's command; if not, the
+ * connection goes (a protocol violation). */
+static bool confirms(dlock__link *link, const dlock__reply *reply, channel *ch, bool subscribe) {
+    const char *verb = CONFIRMATION[pubsub_of(link)->sharded][subscribe];
+    if (reply->type == REDIS_REPLY_ARRAY && is_shaped(reply, 3, true) &&
+        is_string(reply->element[0]) && strcmp(reply->element[0]->str, verb) == 0 &&
+        reply->element[1]->len == ch->len && memcmp(reply->element[1]->str, ch->name, ch->len) == 0)
+        return true;
+    char what[96];
+    snprintf(what, sizeof(what), "not the confirmation of %s %.40s", verb, ch->name);
+    dlock__link_protocol_error(link, what, reply);
+    return false;
+}
+
+static void on_subscribe_reply(dlock__link *link, const dlock__reply *reply, void *arg) {
     dlock__pubsub *ps = pubsub_of(link);
+    channel *ch = arg;
     if (reply->type == REDIS_REPLY_ERROR) {
-        if (verb == SUBSCRIBE_VERB && strncmp(reply->str, "NOPERM", 6) == 0)
-            refuse_oldest(ps, reply->str);
-        else
+        if (not_served_here(ps, reply->str)) {
+            if (ch->state == CH_SUBSCRIBING)
+                slot_lost(ps, ch);
+        } else if (strncmp(reply->str, "NOPERM", 6) == 0) {
+            refuse(ps, ch, reply->str);
+        } else {
             dlock__link_fail(link, DLOCK_EREDIS, reply->str);
-        return;
-    }
-    /* [verb, channel, count]: the channel we asked about (nil only when unsubscribing from
-     * nothing, which the client never asks) */
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3 || !is_string(reply->element[0]) ||
-        strcmp(reply->element[0]->str, verb) != 0 || !is_string(reply->element[1]) ||
-        reply->element[2]->type != REDIS_REPLY_INTEGER) {
-        char what[64];
-        snprintf(what, sizeof(what), "not the confirmation of %s", verb);
-        dlock__link_protocol_error(link, what, reply);
-        return;
-    }
-    channel *ch = dlock__map_get(&ps->channels, reply->element[1]->str);
-    if (!ch) {
-        dlock__link_protocol_error(link, "a confirmation for a channel never asked for", reply);
-        return;
-    }
-    if (verb == SUBSCRIBE_VERB) {
-        if (ch->state == CH_SUBSCRIBING) {
-            ch->state = CH_ACTIVE;
-            dlock__stat_add(ps->link.client, DLOCK__STAT_SUBSCRIPTIONS, 1);
-            notify_ready(ch);
         }
+        return;
+    }
+    if (!confirms(link, reply, ch, true) || ch->state != CH_SUBSCRIBING)
+        return; /* a channel left meanwhile is settled by its UNSUBSCRIBE's answer */
+    ch->state = CH_ACTIVE;
+    dlock__stat_add(ps->link.client, DLOCK__STAT_SUBSCRIPTIONS, 1);
+    notify_ready(ch);
+}
+
+static void on_unsubscribe_reply(dlock__link *link, const dlock__reply *reply, void *arg) {
+    dlock__pubsub *ps = pubsub_of(link);
+    channel *ch = arg;
+    if (reply->type == REDIS_REPLY_ERROR) {
+        if (!not_served_here(ps, reply->str)) {
+            dlock__link_fail(link, DLOCK_EREDIS, reply->str);
+            return;
+        }
+        if (ch->state == CH_UNSUBSCRIBING)
+            slot_lost(ps, ch); /* not subscribed there either way */
+    } else if (!confirms(link, reply, ch, false)) {
+        return;
     } else if (ch->state == CH_UNSUBSCRIBING) {
         if (ch->nlisteners > 0)
             subscribe_one(ps, ch);
         else
             channel_free(ps, ch);
     }
+    close_if_unused(ps); /* the last answer it waited for */
 }
 
 static void collect_idle(const char *key, void *value, void *arg) {
@@ -208,7 +328,8 @@ static void collect_all(const char *key, void *value, void *arg) {
 }
 
 /* Calls fn on every channel; fn may free the channel. */
-static void each_channel(dlock__pubsub *ps, void (*fn)(dlock__pubsub *ps, channel *ch)) {
+static void each_channel(dlock__pubsub *ps, void (*fn)(dlock__pubsub *ps, channel *ch, void *arg),
+                         void *arg) {
     size_t n = ps->channels.count;
     if (n == 0)
         return;
@@ -217,11 +338,12 @@ static void each_channel(dlock__pubsub *ps, void (*fn)(dlock__pubsub *ps, channe
         return;
     dlock__map_each(&ps->channels, collect_all, &cursor);
     for (size_t i = 0; i < n; i++)
-        fn(ps, all[i]);
+        fn(ps, all[i], arg);
     dlock__free(all);
 }
 
-static void reset_channel(dlock__pubsub *ps, channel *ch) {
+static void reset_channel(dlock__pubsub *ps, channel *ch, void *arg) {
+    (void)arg;
     if (ch->nlisteners == 0)
         channel_free(ps, ch);
     else if (ch->state != CH_REFUSED) {
@@ -230,33 +352,9 @@ static void reset_channel(dlock__pubsub *ps, channel *ch) {
     }
 }
 
-static void find_oldest_subscribing(const char *key, void *value, void *arg) {
-    (void)key;
-    channel *ch = value, **oldest = arg;
-    if (ch->state == CH_SUBSCRIBING && (!*oldest || ch->subscribe_seq < (*oldest)->subscribe_seq))
-        *oldest = ch;
-}
-
-/* Its listeners hear it (they leave, and the channel goes with the last). */
-static void refuse_oldest(dlock__pubsub *ps, const char *server_text) {
-    channel *ch = NULL;
-    dlock__map_each(&ps->channels, find_oldest_subscribing, &ch);
-    if (!ch)
-        return;
-    dlock__noperm_text(ps->link.client, server_text, ch->name, ps->refused_text,
-                       sizeof(ps->refused_text));
-    dlock__log(ps->link.client, DLOCK_LOG_ERROR, "%s", ps->refused_text);
-    ch->state = CH_REFUSED;
-    ch->nlisteners++; /* held while its listeners run: one leaving may not free it */
-    notify_ready(ch);
-    ch->nlisteners--;
-    if (ch->nlisteners == 0)
-        channel_free(ps, ch);
-}
-
 static void on_down(dlock__link *link, int err) {
     (void)err;
-    each_channel(pubsub_of(link), reset_channel);
+    each_channel(pubsub_of(link), reset_channel, NULL);
 }
 
 /* A PING before the link counts as ready: a server that accepts the connection and then
@@ -278,7 +376,8 @@ void dlock__pubsub_init(dlock__pubsub *ps, dlock_client *c) {
     dlock__map_init(&ps->channels);
 }
 
-static void free_channel(dlock__pubsub *ps, channel *ch) {
+static void free_channel(dlock__pubsub *ps, channel *ch, void *arg) {
+    (void)arg;
     for (dlock__listener *l = ch->listeners; l; l = l->next)
         l->channel = NULL;
     channel_free(ps, ch);
@@ -286,7 +385,7 @@ static void free_channel(dlock__pubsub *ps, channel *ch) {
 
 void dlock__pubsub_close(dlock__pubsub *ps) {
     dlock__link_close(&ps->link);
-    each_channel(ps, free_channel);
+    each_channel(ps, free_channel, NULL);
     dlock__map_free(&ps->channels);
 }
 
@@ -321,6 +420,14 @@ int dlock__pubsub_listen(dlock__pubsub *ps, const char *name, dlock__listener *l
     return DLOCK_OK;
 }
 
+/* ch has no listener left: it leaves the server, or goes at once if it is not there. */
+static void settle_unheard(dlock__pubsub *ps, channel *ch) {
+    if ((ch->state == CH_ACTIVE || ch->state == CH_SUBSCRIBING) && ps->link.state == LINK_READY)
+        unsubscribe_one(ps, ch);
+    else if (ch->state != CH_UNSUBSCRIBING)
+        channel_free(ps, ch);
+}
+
 void dlock__unlisten(dlock_client *c, dlock__listener *l) {
     (void)c;
     channel *ch = l->channel;
@@ -337,13 +444,7 @@ void dlock__unlisten(dlock_client *c, dlock__listener *l) {
     if (--ch->nlisteners > 0)
         return;
     dlock__pubsub *ps = ch->ps;
-    if ((ch->state == CH_ACTIVE || ch->state == CH_SUBSCRIBING) && ps->link.state == LINK_READY) {
-        leave_active(ps, ch);
-        ch->state = CH_UNSUBSCRIBING;
-        send_one(ps, "UNSUBSCRIBE", ch);
-    } else if (ch->state != CH_UNSUBSCRIBING) {
-        channel_free(ps, ch);
-    }
+    settle_unheard(ps, ch);
 }
 
 bool dlock__listener_ready(const dlock__listener *l) {
@@ -356,14 +457,42 @@ int dlock__listener_error(const dlock__listener *l) {
     return ch && ch->state == CH_REFUSED ? DLOCK_ENOPERM : DLOCK_OK;
 }
 
-void dlock__pubsub_follow_slots(dlock__pubsub *ps, bool (*stays)(dlock__pubsub *ps, const char *channel),
+typedef struct slot_hooks {
+    bool (*stays)(dlock__pubsub *ps, const char *channel);
+    void (*move)(dlock__pubsub *ps, const char *channel, dlock__listener *l);
+} slot_hooks;
+
+static void follow_slot(dlock__pubsub *ps, channel *ch, void *arg) {
+    const slot_hooks *hooks = arg;
+    if (ch->nlisteners == 0)
+        return; /* on its way out already */
+    if (hooks->stays(ps, ch->name)) {
+        if (ch->state == CH_IDLE)
+            subscribe_one(ps, ch); /* its subscription was lost with the slot */
+        return;
+    }
+    dlock__listener *l = ch->listeners;
+    ch->listeners = NULL;
+    ch->nlisteners = 0;
+    while (l) {
+        dlock__listener *next = l->next;
+        l->prev = l->next = NULL;
+        l->channel = NULL;
+        hooks->move(ps, ch->name, l);
+        l = next;
+    }
+    settle_unheard(ps, ch);
+}
+
+void dlock__pubsub_follow_slots(dlock__pubsub *ps,
+                                bool (*stays)(dlock__pubsub *ps, const char *channel),
                                 void (*move)(dlock__pubsub *ps, const char *channel,
                                              dlock__listener *l)) {
-    (void)ps; /* TODO(helper D): sharded channels follow their slots */
-    (void)stays;
-    (void)move;
+    slot_hooks hooks = {stays, move};
+    each_channel(ps, follow_slot, &hooks);
 }
 
 bool dlock__pubsub_idle(const dlock__pubsub *ps) {
-    return ps->channels.count == 0;
+    /* in a handshake, only the link's own commands are in flight */
+    return ps->channels.count == 0 && (ps->link.state != LINK_READY || ps->link.expect_count == 0);
 }
