@@ -15,7 +15,9 @@
 #
 #   1. dlock-bench: the floor (PING, PUBLISH delivery, the script ceiling through
 #      redis-benchmark), every dlock workload (redlock_acquire on the main server and the
-#      4 others), and the naive SET NX PX lock; then floor_ping once more over TCP;
+#      4 others), and the naive SET NX PX lock; then floor_ping once more over TCP; then
+#      dlock-bench-renewal (bench/renewal.c: 100k watchdog leases, QUICK=1 10k, held for 3
+#      periods; it prints the renewal target's line, met or missed, on stderr);
 #   2. the redis-py peer (bench/peers/python/redis_py_lock.py, Debian's python3-redis),
 #      with redis-py's default retry interval and with the lowest;
 #   3. the npm peers (bench/peers/node/peer.js: redlock and redis-semaphore, on ioredis),
@@ -286,6 +288,13 @@ run_client "dlock-bench on unix://$sock ${QUICK:+(QUICK=$QUICK)}" \
     "$program" "$@" --url "unix://$sock" ${redlock_args[@]+"${redlock_args[@]}"} --placement "$placement"
 run_client "floor_ping on redis://127.0.0.1:$port" \
     "$program" "$@" --url "redis://127.0.0.1:$port" --only floor_ping --placement "$placement"
+renewal_program="$build_dir/bench/dlock-bench-renewal"
+if [ -x "$renewal_program" ]; then
+    run_client "dlock-bench-renewal on unix://$sock" \
+        "$renewal_program" --url "unix://$sock" --placement "$placement"
+else
+    echo "run.sh: $renewal_program is not built: no renewal target" >&2
+fi
 if [ -n "$redis_python" ]; then
     for variant in default min_retry; do
         run_client "redis-py Lock ($variant)" "$redis_python" "$root/bench/peers/python/redis_py_lock.py" \
