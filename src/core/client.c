@@ -156,9 +156,8 @@ static void *io_thread_main(void *arg) {
 }
 
 /* Starts the I/O thread with every signal blocked: the application's signals go to its
- * own threads, and a SIGPIPE that OpenSSL's write() raises when Redis closed a TLS socket
- * stays pending on this thread instead of killing the process (write then fails with EPIPE
- * and the link reconnects; plain sockets send with MSG_NOSIGNAL). */
+ * own threads. (Every socket write sends with MSG_NOSIGNAL, TLS ones too through tls.c's
+ * BIO, so no SIGPIPE is raised to begin with; blocking it here is a second safeguard.) */
 static int start_io_thread(dlock_client *c) {
     sigset_t all, old;
     sigfillset(&all);

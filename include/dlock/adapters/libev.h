@@ -24,11 +24,9 @@ extern "C" {
  * work while the application runs the loop. *out is written only on success; the caller
  * owns the client and frees it with dlock_client_free() on the loop thread.
  *
- * Plain connections write with MSG_NOSIGNAL and raise no SIGPIPE. Over TLS (rediss://)
- * OpenSSL writes with write(): when Redis closes the connection, the next write raises
- * SIGPIPE on the loop thread. Ignore SIGPIPE (signal(SIGPIPE, SIG_IGN)) or block it on
- * that thread, as for any program that writes to sockets; the blocking face blocks it on
- * its own I/O thread.
+ * No write of dlock raises SIGPIPE: plain connections send with MSG_NOSIGNAL, and TLS
+ * (rediss://) goes through a socket BIO that does too. The application need not ignore
+ * SIGPIPE for dlock.
  *
  * Returns: DLOCK_OK; DLOCK_EINVAL (NULL loop or out, a bad option or URL, o->size not set,
  *   a TLS file that cannot be read); DLOCK_ENOMEM. */
