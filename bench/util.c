@@ -239,8 +239,9 @@ redisContext *bench_redis_connect(const char *url, const char **transport) {
         snprintf(path, sizeof(path), "%.*s", (int)n, url + 7);
         query_value(query, "user", user, sizeof(user));
         query_value(query, "password", password, sizeof(password));
-    } else if (strncmp(url, "redis://", 8) == 0) {
-        const char *p = url + 8, *at = strchr(p, '@');
+    } else if (strncmp(url, "redis://", 8) == 0 || strncmp(url, "redis-cluster://", 16) == 0) {
+        /* a cluster's admin connection goes to its first seed (floors, INFO of that node) */
+        const char *p = strstr(url, "://") + 3, *at = strchr(p, '@');
         if (at) {
             const char *colon = memchr(p, ':', (size_t)(at - p));
             if (colon) {
@@ -251,7 +252,7 @@ redisContext *bench_redis_connect(const char *url, const char **transport) {
             }
             p = at + 1;
         }
-        size_t n = strcspn(p, ":/");
+        size_t n = strcspn(p, ":/,");
         snprintf(host, sizeof(host), "%.*s", (int)n, p);
         if (p[n] == ':')
             port = atoi(p + n + 1);
