@@ -59,7 +59,7 @@ struct dlock__cluster {
     bool have_map, outcome_told, closing;
     char seed_addr[80]; /* the first seed's "host:port" */
     node *fallback;     /* before the first map: the seed being tried */
-    size_t next_seed; /* the seed to try after fallback */
+    size_t next_seed;   /* the seed to try after fallback */
     size_t next_asked;
     /* refresh */
     bool refresh_in_flight, refresh_wanted;
@@ -81,6 +81,7 @@ static node *node_of_conn(dlock__conn *conn) {
     return DLOCK__CONTAINER_OF(conn, node, conn);
 }
 
+/* A node's links (commands, shard subscriber) connect where the node is. */
 static void node_resolve(dlock__link *link) {
     node *n = link->resolve_arg;
     dlock__link_connect_to(link, &n->ep);
@@ -91,8 +92,7 @@ static void node_outcome(dlock__conn *conn, int status) {
     dlock__cluster *cl = n->cluster;
     if (status == DLOCK_OK || cl->closing)
         return;
-    if (!cl->have_map && n == cl->fallback && cl->next_seed >= cl->url.count &&
-        !cl->outcome_told) {
+    if (!cl->have_map && n == cl->fallback && cl->next_seed >= cl->url.count && !cl->outcome_told) {
         cl->outcome_told = true; /* every seed failed once: the client is told now */
         cl->hooks.outcome(cl->client, status);
     }
@@ -183,12 +183,6 @@ dlock__conn *dlock__cluster_conn(dlock__cluster *cl, int slot) {
     return &node_for_slot(cl, slot)->conn;
 }
 
-/* A subscriber's link connects where its node is. */
-static void sub_resolve(dlock__link *link) {
-    node *n = link->resolve_arg;
-    dlock__link_connect_to(link, &n->ep);
-}
-
 static void sub_slot_lost(dlock__pubsub *ps) {
     refresh_request(ps->owner);
 }
@@ -202,7 +196,7 @@ dlock__pubsub *dlock__cluster_sub(dlock__cluster *cl, int slot) {
         n->sub->sharded = true;
         n->sub->owner = cl;
         n->sub->on_slot_lost = sub_slot_lost;
-        n->sub->link.resolve = sub_resolve;
+        n->sub->link.resolve = node_resolve; /* where its node is */
         n->sub->link.resolve_arg = n;
     }
     return n->sub;
@@ -298,8 +292,9 @@ static bool entry_ok(const redisReply *e) {
     if (e->type != REDIS_REPLY_ARRAY || e->elements < 3)
         return false;
     const redisReply *m = e->element[2];
-    return e->element[0]->type == REDIS_REPLY_INTEGER && e->element[1]->type == REDIS_REPLY_INTEGER &&
-           e->element[0]->integer >= 0 && e->element[1]->integer < DLOCK__CLUSTER_SLOTS &&
+    return e->element[0]->type == REDIS_REPLY_INTEGER &&
+           e->element[1]->type == REDIS_REPLY_INTEGER && e->element[0]->integer >= 0 &&
+           e->element[1]->integer < DLOCK__CLUSTER_SLOTS &&
            e->element[0]->integer <= e->element[1]->integer && m->type == REDIS_REPLY_ARRAY &&
            m->elements >= 2 && m->element[0]->type == REDIS_REPLY_STRING &&
            m->element[1]->type == REDIS_REPLY_INTEGER && m->element[1]->integer > 0 &&
@@ -319,7 +314,8 @@ static void channel_move(dlock__pubsub *ps, const char *channel, dlock__listener
     if (!to || dlock__pubsub_listen(to, channel, l) != DLOCK_OK)
         dlock__log(cl->client, DLOCK_LOG_WARN,
                    "cluster: cannot listen on %s at its new node; its waiters look again at "
-                   "their next hint", channel);
+                   "their next hint",
+                   channel);
 }
 
 /* The commands waiting on n's connection whose slot another master serves now go there,

@@ -40,9 +40,9 @@
 
 /* Where a command sent with a WAIT behind it stands. */
 enum wait_phase {
-    AWAIT_SCRIPT, /* the script's reply comes next */
-    AWAIT_ACKS,   /* the script answered (held); the WAIT's answer comes next */
-    AWAIT_RESEND, /* NOSCRIPT: the WAIT's answer comes next, then the script goes as EVAL */
+    AWAIT_SCRIPT,  /* the script's reply comes next */
+    AWAIT_ACKS,    /* the script answered (held); the WAIT's answer comes next */
+    AWAIT_RESEND,  /* NOSCRIPT: the WAIT's answer comes next, then the script goes as EVAL */
     AWAIT_ASKING,  /* ASK: the answer to ASKING comes next, then the script's */
     AWAIT_NOT_RUN, /* the node did not run it (held): the WAIT's answer comes next */
 };
@@ -167,9 +167,8 @@ static void wait_reset(dlock__cmd *cmd) {
 static void warn_unacked(dlock_client *c, const dlock__cmd *cmd, const dlock__acks *acks) {
     const char *script = cmd->script >= 0 ? dlock__scripts[cmd->script].name : "a command";
     if (acks->wait_error)
-        dlock__log(c, DLOCK_LOG_WARN,
-                   "%s: WAIT refused (%s); the write stands, unacknowledged", script,
-                   acks->wait_error->str);
+        dlock__log(c, DLOCK_LOG_WARN, "%s: WAIT refused (%s); the write stands, unacknowledged",
+                   script, acks->wait_error->str);
     else
         dlock__log(c, DLOCK_LOG_WARN,
                    "%s: %d of %d replicas acknowledged the write within %lld ms; it stands "
@@ -254,12 +253,43 @@ static void plan_wait(dlock__conn *conn, dlock__cmd *cmd) {
     cmd->wait_timeout_ms = timeout;
 }
 
+/* A Cluster client's script arguments after the script (script.c says why): the declared
+ * keys, the arguments, the keys it does not declare, and the positions of those ("2,4").
+ * Into argv/lens from index at; returns the count written. */
+static int cluster_script_args(const dlock__cmd *cmd, unsigned unstored, const char **argv,
+                               size_t *lens, int at, char *positions, size_t size, int *declared) {
+    int n = at;
+    *declared = 0;
+    for (int i = 0; i < cmd->nkeys; i++)
+        if (!(unstored & (1u << (i + 1)))) {
+            argv[n] = cmd->argv[i];
+            lens[n++] = cmd->argvlen[i];
+            (*declared)++;
+        }
+    for (int i = cmd->nkeys; i < cmd->argc; i++) {
+        argv[n] = cmd->argv[i];
+        lens[n++] = cmd->argvlen[i];
+    }
+    size_t used = 0;
+    positions[0] = '\0';
+    for (int i = 0; i < cmd->nkeys; i++)
+        if (unstored & (1u << (i + 1))) {
+            argv[n] = cmd->argv[i];
+            lens[n++] = cmd->argvlen[i];
+            used += (size_t)snprintf(positions + used, size - used, used ? ",%d" : "%d", i + 1);
+        }
+    argv[n] = positions;
+    lens[n++] = used;
+    return n - at;
+}
+
 static bool send_cmd(dlock__conn *conn, dlock__cmd *cmd) {
     dlock_client *c = conn->link.client;
     const char *small_argv[64];
     size_t small_len[64];
+    bool cluster_text = cmd->script >= 0 && c->script_unstored;
     int extra = cmd->script >= 0 ? 3 : 0;
-    int argc = cmd->argc + extra;
+    int argc = cmd->argc + extra + (cluster_text ? 1 : 0);
     const char **argv = small_argv;
     size_t *lens = small_len;
     if (argc > 64) {
@@ -271,7 +301,16 @@ static bool send_cmd(dlock__conn *conn, dlock__cmd *cmd) {
             return false;
         }
     }
-    char nkeys[16];
+    char nkeys[16], positions[64];
+    int declared = cmd->nkeys;
+    if (cluster_text)
+        cluster_script_args(cmd, c->script_unstored[cmd->script], argv, lens, extra, positions,
+                            sizeof(positions), &declared);
+    else
+        for (int i = 0; i < cmd->argc; i++) {
+            argv[extra + i] = cmd->argv[i];
+            lens[extra + i] = cmd->argvlen[i];
+        }
     if (cmd->script >= 0) {
         argv[0] = cmd->use_eval ? "EVAL" : "EVALSHA";
         if (cmd->use_eval) {
@@ -281,12 +320,8 @@ static bool send_cmd(dlock__conn *conn, dlock__cmd *cmd) {
             lens[1] = strlen(argv[1]);
         }
         argv[2] = nkeys;
-        lens[2] = (size_t)snprintf(nkeys, sizeof(nkeys), "%d", cmd->nkeys);
+        lens[2] = (size_t)snprintf(nkeys, sizeof(nkeys), "%d", declared);
         lens[0] = strlen(argv[0]);
-    }
-    for (int i = 0; i < cmd->argc; i++) {
-        argv[extra + i] = cmd->argv[i];
-        lens[extra + i] = cmd->argvlen[i];
     }
     int rc = DLOCK_OK;
     if (cmd->phase == AWAIT_ASKING) {
@@ -378,8 +413,7 @@ static void settle_acks(dlock__conn *conn, dlock__cmd *cmd, const redisReply *re
         acks.wait_error = reply;
     }
     int status = cmd->held_status;
-    finish_acked(conn->link.client, cmd, status, status == DLOCK_ENOMEM ? NULL : cmd->held,
-                 &acks);
+    finish_acked(conn->link.client, cmd, status, status == DLOCK_ENOMEM ? NULL : cmd->held, &acks);
 }
 
 /* The node did not run cmd (see the opening comment). */

@@ -25,9 +25,9 @@
  * its failovers), the script registry, the command connection, the subscriber connection
  * and its channel router, the Cluster topology (slot map, a connection per master, the
  * commands a node did not run placed again) and the router that picks a command's
- * connection and a channel's subscriber (the only files that include hiredis or OpenSSL). engines: an op's failure
- * texts, the submit door, the waiting engine, the handle life cycle, the watchdog, the object-and-
- * call helper of non-lock primitives. client: assembles them; the public faces. */
+ * connection and a channel's subscriber (the only files that include hiredis or OpenSSL). engines:
+ * an op's failure texts, the submit door, the waiting engine, the handle life cycle, the watchdog,
+ * the object-and- call helper of non-lock primitives. client: assembles them; the public faces. */
 #ifndef DLOCK_CORE_H
 #define DLOCK_CORE_H
 
@@ -216,6 +216,11 @@ void dlock__link_fail(dlock__link *link, int err, const char *why);
 /* The same, from a zero-delay timer; only the first failure's reason is kept. */
 void dlock__link_fail_later(dlock__link *link, int err, const char *why);
 void dlock__link_close(dlock__link *link);
+/* Drops the connection and stops reconnecting: the link is LINK_IDLE again and
+ * dlock__link_start opens it later; its failure count (backoff) stays. No on_down. */
+void dlock__link_stop(dlock__link *link);
+/* Whether the oldest command in flight is answered by fn(arg). */
+bool dlock__link_awaits(const dlock__link *link, dlock__link_reply_fn fn, const void *arg);
 /* Sends a command (binary-safe argv) on a connected link (handshake or ready); fn(arg) gets
  * its reply. DLOCK_OK, DLOCK_ENOMEM, DLOCK_ECONN (no connection). */
 int dlock__link_send(dlock__link *link, int argc, const char **argv, const size_t *lens,
@@ -328,6 +333,9 @@ int dlock__scripts_load(dlock__link *link);
  * says why). DLOCK_ENOMEM; dlock__scripts_free frees what was made. */
 int dlock__scripts_shard(dlock_client *c);
 void dlock__scripts_free(dlock_client *c);
+/* Bit i set: the script's KEYS[i] is no stored key (a channel), which a Cluster client
+ * passes undeclared (script.c says why). */
+unsigned dlock__script_unstored_keys(enum dlock__script_id id);
 /* The text a client sends for a script: the embedded one, or its Cluster text. */
 const char *dlock__script_text(const dlock_client *c, enum dlock__script_id id, size_t *len);
 const char *dlock__script_sha(const dlock_client *c, enum dlock__script_id id);
@@ -344,10 +352,8 @@ typedef struct dlock__pubsub {
     bool sharded;
     void *owner;
     void (*on_slot_lost)(struct dlock__pubsub *ps);
-    dlock__map channels; /* name -> struct channel */
-    bool started;
-    uint64_t subscribes_sent; /* orders the SUBSCRIBEs in flight: the refused one is the oldest */
-    char refused_text[256];   /* the last refused SUBSCRIBE, for dlock_last_error() */
+    dlock__map channels;    /* name -> struct channel */
+    char refused_text[256]; /* the last refused SUBSCRIBE, for dlock_last_error() */
 } dlock__pubsub;
 
 void dlock__pubsub_init(dlock__pubsub *ps, dlock_client *c);
@@ -359,7 +365,8 @@ int dlock__pubsub_listen(dlock__pubsub *ps, const char *channel, dlock__listener
  * move(ps, channel, l), which listens on the channel's new subscriber (on_ready follows
  * there). A channel that stays and lost its subscription (the server's sunsubscribe) is
  * subscribed again. */
-void dlock__pubsub_follow_slots(dlock__pubsub *ps, bool (*stays)(dlock__pubsub *ps, const char *channel),
+void dlock__pubsub_follow_slots(dlock__pubsub *ps,
+                                bool (*stays)(dlock__pubsub *ps, const char *channel),
                                 void (*move)(dlock__pubsub *ps, const char *channel,
                                              dlock__listener *l));
 bool dlock__pubsub_idle(const dlock__pubsub *ps); /* no channel, nothing in flight */
@@ -466,10 +473,11 @@ struct dlock_client {
     dlock__pubsub pubsub;
     dlock__waits waits;
     dlock__renew renew;
-    char (*script_sha)[41]; /* DLOCK__SCRIPT_COUNT entries; "" until loaded */
-    char **script_text;     /* Cluster: the scripts' texts there (script.c); else NULL */
-    dlock__map shared;      /* object key -> state shared by its handles */
-    dlock__stats stats;     /* dlock_client_stats() */
+    char (*script_sha)[41];    /* DLOCK__SCRIPT_COUNT entries; "" until loaded */
+    char **script_text;        /* Cluster: the scripts' texts there (script.c); else NULL */
+    unsigned *script_unstored; /* Cluster: each script's KEYS passed undeclared (script.c) */
+    dlock__map shared;         /* object key -> state shared by its handles */
+    dlock__stats stats;        /* dlock_client_stats() */
 
     /* dlock_client_new waits here for the first connection's outcome */
     pthread_mutex_t ready_mu;

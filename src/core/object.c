@@ -353,7 +353,7 @@ int dlock__call_submit(dlock__call *call) {
 }
 
 int dlock__call_async(dlock__object *o, dlock__call_args args, dlock__user_cb cb, void *arg) {
-    dlock__call *call;
+    dlock__call *call = NULL; /* gcc -O2 cannot see that _new sets it on success */
     int rc = dlock__call_new(sizeof(*call), o, &args, cb, arg, &call);
     return rc != DLOCK_OK ? rc : dlock__call_submit(call);
 }

@@ -68,10 +68,6 @@ static const char *const COMMAND[2][2] = {{"UNSUBSCRIBE", "SUBSCRIBE"},
 static const char *const CONFIRMATION[2][2] = {{"unsubscribe", "subscribe"},
                                                {"sunsubscribe", "ssubscribe"}};
 
-/* Not yet in core.h: link.c's stop and its look at the oldest command in flight. */
-void dlock__link_stop(dlock__link *link);
-bool dlock__link_awaits(const dlock__link *link, dlock__link_reply_fn fn, const void *arg);
-
 /* The answers of a channel's commands; arg is the channel, which stays while one of its
  * commands is in flight (only its confirmation, a refusal or a drop frees it). */
 static void on_subscribe_reply(dlock__link *link, const dlock__reply *reply, void *arg);

@@ -14,7 +14,11 @@
  * on the node. When one is not (a slot moved since the map was read) the node answers the
  * whole batch with an error, and its leases are sent again at once, one per call: each
  * such call is placed by its own key, and its MOVED teaches the map, so the next tick
- * groups by the new owners. A node that stays lost makes its own leases lost when their
+ * groups by the new owners. A slot being migrated is no error for the node: a key of it
+ * already moved is simply not there, so in a Cluster a lease found gone in a batch where
+ * its key was not declared is asked again alone, declared (the node then answers ASK, and
+ * the new owner says whether it is there); only a declared key found gone is lost. A node
+ * that stays lost makes its own leases lost when their
  * confirmed time runs out; the other nodes' batches never wait for it.
  *
  * Each held lease knows until when it is confirmed: the send time of its acquire or of its
@@ -228,6 +232,10 @@ static void on_renewed(dlock_client *c, int status, const dlock__reply *reply, i
                 l->confirmed_until_ms = until;
                 insert_held(r, l);
             }
+        } else if (c->cluster && i > 0) {
+            /* an undeclared key its node lacks may be one being migrated (for a declared
+             * key the node would have answered ASK): ask again with it declared */
+            send_alone(c, b->script, l);
         } else {
             declare_lost(r, l, DLOCK_ELOST, "renewal found it gone");
         }

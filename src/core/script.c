@@ -10,11 +10,25 @@
  *
  * In a Cluster the scripts run as Redisson's do there: their wake-ups go out with SPUBLISH
  * (sharded pub/sub: the message reaches the subscribers of the channel's shard, not every
- * node), and they declare allow-cross-slot-keys, which the watchdog's renewal batches need
- * (one batch per node, over many slots). The cluster's text of a script is made from the
- * embedded one when the client is made: the shebang line in front, and every
- * `redis.call('publish',` written `redis.call('spublish',` — the one form the scripts
- * publish in (tests/unit/test_script_text.c checks that no other is left). */
+ * node), and they declare allow-cross-slot-keys, which the watchdog's renewal batches need:
+ * one batch per node touches keys of many slots, all but the first passed as arguments
+ * (Redis 7.0 refuses declared keys of several slots even with the flag; the flag lets a
+ * script touch undeclared keys of its node). The cluster's text of a script is made from the
+ * embedded one when the client is made: the shebang line and a prelude (below) in front,
+ * and every `redis.call('publish',` written `redis.call('spublish',` — the one form the
+ * scripts publish in (tests/unit/test_cluster_url.c checks that no other is left).
+ *
+ * A Cluster also judges a script by its declared keys while their slot is being migrated:
+ * a key the old owner lacks sends the script to the new one (ASK), and a multi-key script
+ * with some keys missing is refused (TRYAGAIN) until the migration ends. A channel, which
+ * Redisson's scripts take among their KEYS, is never stored, so it would count as missing
+ * for the whole migration, and every release would wait for its end — past a short lease.
+ * So in a Cluster the KEYS that are no stored keys (the channels, the read-write lock's
+ * name base: unstored_keys below, which tests/unit compares with each script's header) are
+ * not declared: conn.c passes them after the arguments, then a last argument naming their
+ * positions, and the prelude puts KEYS and ARGV back as the script wrote them. (Publishing
+ * to a shard channel is served by the slot's owner during a migration: the cluster checks
+ * no channel's presence.) */
 #include <stdint.h>
 #include <string.h>
 
@@ -73,7 +87,20 @@ const char *dlock__script_sha(const dlock_client *c, enum dlock__script_id id) {
 
 /* ---- the cluster's texts ------------------------------------------------------------------ */
 
-static const char SHEBANG[] = "#!lua flags=allow-cross-slot-keys\n";
+static const char SHEBANG[] =
+    "#!lua flags=allow-cross-slot-keys\n"
+    "local KEYS, ARGV = KEYS, ARGV\n"
+    "do -- the undeclared KEYS back in their places (script.c)\n"
+    "  local at, keys, args, d = {}, {}, {}, 1\n"
+    "  for p in string.gmatch(ARGV[#ARGV], '%d+') do at[#at + 1] = tonumber(p) end\n"
+    "  local nargs = #ARGV - 1 - #at\n"
+    "  for j = 1, #at do keys[at[j]] = ARGV[nargs + j] end\n"
+    "  for i = 1, #KEYS + #at do\n"
+    "    if not keys[i] then keys[i] = KEYS[d]; d = d + 1 end\n"
+    "  end\n"
+    "  for i = 1, nargs do args[i] = ARGV[i] end\n"
+    "  KEYS, ARGV = keys, args\n"
+    "end\n";
 static const char PUBLISH[] = "redis.call('publish',", SPUBLISH[] = "redis.call('spublish',";
 
 static size_t count_of(const char *text, const char *what) {
@@ -107,13 +134,44 @@ static char *sharded_text(const dlock__script_source *src) {
     return out;
 }
 
+/* The KEYS positions (bit i: KEYS[i]) of each script that are no stored keys. The one
+ * list: a new script with a channel among its KEYS goes here (tests/unit/test_cluster_url.c
+ * compares it with every script's header). */
+static const struct {
+    const char *script;
+    unsigned positions;
+} unstored_keys[] = {
+    {"fairlock/fair", 1u << 4},
+    {"lock/force_release", 1u << 2},
+    {"lock/release", 1u << 2},
+    {"rwlock/rw", 1u << 2 | 1u << 4},
+    {"semaphore/latch_count_down", 1u << 2},
+    {"semaphore/latch_try_set", 1u << 2},
+    {"semaphore/permits", 1u << 3},
+    {"semaphore/sem_add", 1u << 2},
+    {"semaphore/sem_release", 1u << 2},
+    {"semaphore/sem_try_set", 1u << 2},
+};
+
+unsigned dlock__script_unstored_keys(enum dlock__script_id id) {
+    for (size_t i = 0; i < sizeof(unstored_keys) / sizeof(*unstored_keys); i++)
+        if (strcmp(dlock__scripts[id].name, unstored_keys[i].script) == 0)
+            return unstored_keys[i].positions;
+    return 0;
+}
+
 int dlock__scripts_shard(dlock_client *c) {
     c->script_text = dlock__calloc(DLOCK__SCRIPT_COUNT, sizeof(*c->script_text));
     if (!c->script_text)
         return DLOCK_ENOMEM;
-    for (size_t i = 0; i < DLOCK__SCRIPT_COUNT; i++)
+    c->script_unstored = dlock__calloc(DLOCK__SCRIPT_COUNT, sizeof(*c->script_unstored));
+    if (!c->script_unstored)
+        return DLOCK_ENOMEM;
+    for (size_t i = 0; i < DLOCK__SCRIPT_COUNT; i++) {
         if (!(c->script_text[i] = sharded_text(&dlock__scripts[i])))
             return DLOCK_ENOMEM;
+        c->script_unstored[i] = dlock__script_unstored_keys((enum dlock__script_id)i);
+    }
     return DLOCK_OK;
 }
 
@@ -127,5 +185,7 @@ void dlock__scripts_free(dlock_client *c) {
     for (size_t i = 0; c->script_text && i < DLOCK__SCRIPT_COUNT; i++)
         dlock__free(c->script_text[i]);
     dlock__free(c->script_text);
+    dlock__free(c->script_unstored);
     c->script_text = NULL;
+    c->script_unstored = NULL;
 }

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -110,9 +111,10 @@ static void test_cluster_scripts_publish_sharded_and_allow_cross_slot_keys(void 
         const char *text = dlock__script_text(c, (enum dlock__script_id)i, &len);
         assert_int_equal(len, strlen(text));
         assert_int_equal(strncmp(text, "#!lua flags=allow-cross-slot-keys\n", 34), 0);
+        assert_non_null(strstr(text, "KEYS, ARGV = keys, args")); /* the prelude */
         /* no publish left in any other form: every wake-up is sharded in a Cluster */
-        if (strstr(text, "'publish'") || strstr(text, "\"publish\"") ||
-            strstr(text, "'PUBLISH'") || strstr(text, "\"PUBLISH\""))
+        if (strstr(text, "'publish'") || strstr(text, "\"publish\"") || strstr(text, "'PUBLISH'") ||
+            strstr(text, "\"PUBLISH\""))
             fail_msg("%s publishes in a form the Cluster text does not rewrite",
                      dlock__scripts[i].name);
         bool publishes = strstr(dlock__scripts[i].text, "redis.call('publish',") != NULL;
@@ -122,6 +124,26 @@ static void test_cluster_scripts_publish_sharded_and_allow_cross_slot_keys(void 
     free(c);
 }
 
+/* The KEYS a Cluster client passes undeclared are exactly those each script's header says
+ * are no stored keys: its channel, or the read-write lock's name base. */
+static void test_undeclared_cluster_keys_are_the_channels_of_each_header(void **state) {
+    (void)state;
+    for (int id = 0; id < DLOCK__SCRIPT_COUNT; id++) {
+        unsigned from_header = 0;
+        for (const char *line = dlock__scripts[id].text; line; line = strchr(line, '\n')) {
+            line += *line == '\n';
+            int k;
+            char rest[120] = "";
+            if (sscanf(line, "-- KEYS[%d] %119[^\n]", &k, rest) == 2 && k > 0 && k < 32 &&
+                (strstr(rest, "channel") || strstr(rest, "key base")))
+                from_header |= 1u << k;
+        }
+        if (from_header != dlock__script_unstored_keys((enum dlock__script_id)id))
+            fail_msg("%s: header says 0x%x, script.c's list 0x%x", dlock__scripts[id].name,
+                     from_header, dlock__script_unstored_keys((enum dlock__script_id)id));
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_crc16_is_the_xmodem_checksum_of_the_specification),
@@ -129,6 +151,7 @@ int main(void) {
         cmocka_unit_test(test_cluster_url_gives_every_seed_and_the_nodes_settings),
         cmocka_unit_test(test_bad_cluster_urls_are_einval_saying_why),
         cmocka_unit_test(test_cluster_scripts_publish_sharded_and_allow_cross_slot_keys),
+        cmocka_unit_test(test_undeclared_cluster_keys_are_the_channels_of_each_header),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
