@@ -5,6 +5,8 @@
  *     them all there;
  *   - a second client's MultiLock over the same names (another order) cannot have them while
  *     they are held and leaves nothing behind; it gets them once the first is released;
+ *   - held under the watchdog for several lease periods, the members are renewed on their
+ *     masters: none is lost.
  * One 6-node cluster for the file. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,6 +23,7 @@
 
 #define MEMBERS 3
 #define LEASE_MS 1000
+#define WATCHDOG_MS 600
 
 static cluster_fixture *fx; /* the group's, set by each test */
 
@@ -112,10 +115,34 @@ static void test_second_multilock_over_the_same_members_waits_for_the_first(void
     dlock_client_free(cb);
 }
 
+static void test_multilock_under_the_watchdog_keeps_members_of_every_master(void **state) {
+    fx = *state;
+    static const int order[MEMBERS] = {0, 1, 2};
+    dlock_client *c = cluster_client(fx, (test_client_cfg){.watchdog_ms = WATCHDOG_MS});
+    members m;
+    members_new(&m, c, "watched", order);
+    lost_record lost = {0};
+    ASSERT_OK(dlock_lock_on_lost(m.multi, record_lost_in, &lost));
+    ASSERT_OK(dlock_lock_acquire(m.multi, DLOCK_WATCHDOG));
+    /* several watchdog periods: each member's TTL must have been renewed on its master */
+    int64_t until = test_now_ms() + 4 * WATCHDOG_MS;
+    while (test_now_ms() < until && lost_get_in(&lost).calls == 0)
+        test_sleep_ms(50);
+    assert_int_equal(lost_get_in(&lost).calls, 0);
+    for (int i = 0; i < MEMBERS; i++)
+        assert_int_equal(owners_on_master(&m, i), 1);
+    ASSERT_OK(dlock_lock_release(m.multi));
+    for (int i = 0; i < MEMBERS; i++)
+        assert_int_equal(owners_on_master(&m, i), 0);
+    members_free(&m);
+    dlock_client_free(c);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_multilock_members_are_kept_each_by_the_master_of_its_slot),
         cmocka_unit_test(test_second_multilock_over_the_same_members_waits_for_the_first),
+        cmocka_unit_test(test_multilock_under_the_watchdog_keeps_members_of_every_master),
     };
     return cmocka_run_group_tests(tests, cluster_group_setup, cluster_group_teardown);
 }
