@@ -2,15 +2,14 @@
 /* inspect_read.c — reads what a name holds in Redis and says what it is (inspect.h).
  *
  * Read-only commands only (TYPE, PTTL, GET, HGETALL, LRANGE, ZRANGE, EXISTS, TIME,
- * PUBSUB NUMSUB), sent on the library's connection (redis_lib.c) with the key second, where
- * a cluster looks for it; every key of an object shares the object's slot (its name is the
- * hash tag). Then which node the library sends the object's commands to. On the layouts of
- * REDIS_LAYOUT.md:
- *   lock            hash N: "<client-id>:<owner>" -> hold count; redisson_lock_token:{N}
- *                   (fenced); channel redisson_lock__channel:{N}. A spin lock (RSpinLock)
- *                   is that hash and nothing more, so nothing in Redis tells it from a
- *                   reentrant lock: the kind is "lock (reentrant or spin)"
- *   fair lock       the lock hash + list redisson_lock_queue:{N} of waiting owner fields
+ * PUBSUB NUMSUB, SHARDNUMSUB in a Cluster), sent on the library's connection (redis_lib.c) with the
+ * key second, where a cluster looks for it; every key of an object shares the object's slot (its
+ * name is the hash tag). Then which node the library sends the object's commands to. On the layouts
+ * of REDIS_LAYOUT.md: lock            hash N: "<client-id>:<owner>" -> hold count;
+ * redisson_lock_token:{N} (fenced); channel redisson_lock__channel:{N}. A spin lock (RSpinLock) is
+ * that hash and nothing more, so nothing in Redis tells it from a reentrant lock: the kind is "lock
+ * (reentrant or spin)" fair lock       the lock hash + list redisson_lock_queue:{N} of waiting
+ * owner fields
  *                   + zset redisson_lock_timeout:{N}: field -> when the waiter counts as
  *                   gone; each waiter listens on redisson_lock__channel:{N}:<field>
  *   read-write lock hash N with "mode" = read|write; readers "<id>:<owner>" -> holds, the
@@ -29,6 +28,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cluster.h"
 #include "inspect.h"
 #include "redis_lib.h"
 
@@ -142,8 +142,11 @@ static bool key_exists(reader *r, const char *key) {
     return ask_int(r, 0, "EXISTS", key, NULL) > 0;
 }
 
+/* The clients subscribed to channel: in a Cluster its shard's (dlock and Redisson
+ * subscribe there with SSUBSCRIBE), else the server's. */
 static long long numsub(reader *r, const char *channel) {
-    redis_lib_reply *reply = ask(r, "PUBSUB", "NUMSUB", channel, NULL);
+    const char *which = dlock__url_is_cluster(cli_url()) ? "SHARDNUMSUB" : "NUMSUB";
+    redis_lib_reply *reply = ask(r, "PUBSUB", which, channel, NULL);
     long long n = 0;
     if (reply && reply->type == DLOCK__REPLY_ARRAY && reply->elements == 2 &&
         reply->element[1]->type == DLOCK__REPLY_INTEGER)

@@ -56,6 +56,31 @@ static void test_inspect_names_the_master_that_serves_the_slot_of_each_name(void
     free(url);
 }
 
+/* A waiter in a Cluster subscribes on its shard (SSUBSCRIBE): inspect counts it there. */
+static void test_inspect_counts_the_shard_subscribers_of_a_lock(void **state) {
+    fx = *state;
+    REQUIRE_CLI();
+    char *url = cluster_url();
+    int masters[3];
+    cluster_masters(fx, masters);
+    char name[CLUSTER_NAME_MAX], channel[CLUSTER_NAME_MAX + 32];
+    cluster_name_on(fx, "watched", masters[2], name, sizeof(name));
+    hold_lock_on(masters[2], name);
+    snprintf(channel, sizeof(channel), "redisson_lock__channel:{%s}", name);
+    redisContext *waiter = redisConnect("127.0.0.1", cluster_fixture_port(fx, masters[2]));
+    assert_true(waiter && !waiter->err);
+    redisReply *r = redisCommand(waiter, "SSUBSCRIBE %s", channel);
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    freeReplyObject(r);
+    cli_result out = DLOCK_CLI_RUN(NULL, 20000, "--url", url, "inspect", name);
+    ASSERT_STATUS(out, 0);
+    ASSERT_CONTAINS(out.out, "1 client(s) subscribed to");
+    cli_result_free(&out);
+    redisFree(waiter);
+    free(url);
+}
+
 static void test_release_force_frees_the_lock_on_the_master_of_its_slot(void **state) {
     fx = *state;
     REQUIRE_CLI();
@@ -78,6 +103,8 @@ static void test_release_force_frees_the_lock_on_the_master_of_its_slot(void **s
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_inspect_names_the_master_that_serves_the_slot_of_each_name,
+                                  kill_spawned),
+        cmocka_unit_test_teardown(test_inspect_counts_the_shard_subscribers_of_a_lock,
                                   kill_spawned),
         cmocka_unit_test_teardown(test_release_force_frees_the_lock_on_the_master_of_its_slot,
                                   kill_spawned),
