@@ -11,7 +11,8 @@
  *   contend.c       the pair and contention loops for any bench_impl; hold_10ms,
  *                   semaphore_pair, semaphore_contended
  *   naive.c         the naive SET NX PX lock (plain hiredis) through those loops
- *   scale.c         renewal_scale, waiters_scale
+ *   scale.c         renewal_scale, waiters_scale, client_pair (a client per thread)
+ *   async.c         async_pairs (the async face on a libev loop, 256 in flight)
  *   redlock.c       redlock_acquire (a RedLock over 5 masters against its parts)
  *   ceiling.c       floor_script (redis-benchmark EVALSHA of a lock-sized script)
  *   util.c          everything in this header
@@ -169,6 +170,10 @@ long long bench_naive_contend(const bench_config *cfg, const bench_floor *floor,
 long long bench_renewal_scale(const bench_config *cfg, long long locks);
 long long bench_waiters_scale(const bench_config *cfg, long long waiters);
 long long bench_floor_script(const bench_config *cfg);
+/* T threads, a dlock client each, a lock each: bench_pairs as "client_pair". */
+long long bench_client_pair(const bench_config *cfg, const bench_floor *floor, int threads);
+/* One client on a libev loop of its own, 256 acquire/release pairs in flight at once. */
+long long bench_async_pairs(const bench_config *cfg, const bench_floor *floor);
 /* Needs cfg->redlock_urls: one line per call, plain (fenced false) or fenced members. */
 long long bench_redlock_acquire(const bench_config *cfg, const bench_floor *floor, bool fenced);
 

@@ -19,6 +19,10 @@
  *   rwlock_mix          T = 8 threads of two clients on one read-write lock, 10 % and 50 %
  *                       writes, each section held 200 us
  *   floor_script        redis-benchmark EVALSHA of a lock-sized script, -P 1 and -P 16
+ *   async_pairs         the async face: one client on a libev loop of this program, 256
+ *                       acquire/release pairs in flight on 256 locks, one thread
+ *   client_pair         T = 8, 32 threads, a client each, one lock each (against the
+ *                       naive lock's uncontended_pair, a connection each)
  *   hold_10ms           P = 4 threads, P = 4 processes on one lock, 10 ms inside
  *   semaphore_pair      T = 1, 8, 32 threads, one 1-permit semaphore each, one client
  *   semaphore_contended P = 2, 4, 16 threads on one 1-permit semaphore of one client
@@ -51,7 +55,8 @@
 static void usage(FILE *out) {
     fprintf(out, "usage: dlock-bench [--url URL] [--duration-ms MS] [--floor-n N] "
                  "[--only floor_ping|floor_publish|uncontended_pair|contended_handoff|fair_order"
-                 "|rwlock_mix|floor_script|hold_10ms|semaphore_pair|semaphore_contended"
+                 "|rwlock_mix|floor_script|async_pairs|client_pair|hold_10ms|semaphore_pair"
+                 "|semaphore_contended"
                  "|renewal_scale|waiters_scale|redlock_acquire|naive] "
                  "[--placement TEXT] [--redlock-urls URL1,URL2,URL3,URL4,URL5]\n");
 }
@@ -122,9 +127,10 @@ static int parse_args(int argc, char **argv, bench_config *cfg) {
     bool found = !cfg->only;
     for (size_t i = 0; i < sizeof(known) / sizeof(known[0]) && !found; i++)
         found = strcmp(cfg->only, known[i]) == 0;
-    static const char *const more[] = {"floor_script",        "hold_10ms",     "semaphore_pair",
-                                       "semaphore_contended", "renewal_scale", "waiters_scale",
-                                       "redlock_acquire",     "naive"};
+    static const char *const more[] = {"floor_script",  "async_pairs",    "client_pair",
+                                       "hold_10ms",     "semaphore_pair", "semaphore_contended",
+                                       "renewal_scale", "waiters_scale",  "redlock_acquire",
+                                       "naive"};
     for (size_t i = 0; i < sizeof(more) / sizeof(more[0]) && !found; i++)
         found = strcmp(cfg->only, more[i]) == 0;
     if (!found) {
@@ -187,6 +193,14 @@ int main(int argc, char **argv) {
     }
     if (selected(&cfg, "floor_script"))
         errors += bench_floor_script(&cfg);
+    if (selected(&cfg, "async_pairs")) {
+        errors += bench_floor_adjacent(&cfg, &floor);
+        errors += bench_async_pairs(&cfg, &floor);
+    }
+    for (size_t i = 1; i < 3 && selected(&cfg, "client_pair"); i++) {
+        errors += bench_floor_adjacent(&cfg, &floor);
+        errors += bench_client_pair(&cfg, &floor, pair_threads[i]);
+    }
     for (int processes = 0; processes < 2 && selected(&cfg, "hold_10ms"); processes++) {
         errors += bench_floor_adjacent(&cfg, &floor);
         errors += bench_hold_10ms(&cfg, &floor, 4, processes);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* scale.c — what many held locks and many waiters cost one dlock client:
+/* scale.c — what many held locks, many waiters and many clients cost:
  *
  *   renewal_scale   one client (watchdog_ms 3000, so the watchdog renews every 1000 ms: one
  *                   "period") takes N locks with DLOCK_WATCHDOG through the async face and
@@ -19,6 +19,12 @@
  *                   all N waiters to be woken (acquire callback), the per-lock wake latency
  *                   (release callback in the holder -> acquire callback in the waiter),
  *                   and commands per waiter during the wake.
+ *
+ *   client_pair     T threads (T = 8, 32), each with a dlock client of its own (so a
+ *                   connection and a loop thread each, as the naive lock has a connection
+ *                   each), loop dlock_lock_acquire + dlock_lock_release on a lock of their
+ *                   own: bench_pairs of contend.c, so it measures what uncontended_pair
+ *                   measures and compares with the naive lock's uncontended_pair.
  *
  * N comes from dlock_bench.c (renewal: 1k, 10k, 100k; QUICK=1: 1k, 10k; waiters: 1k, 10k;
  * QUICK=1: 1k). All asynchronous calls are made from the main thread of the blocking face
@@ -486,4 +492,67 @@ long long bench_waiters_scale(const bench_config *cfg, long long n) {
     redisFree(admin);
     free(ops), free(wops), free(released), free(woken);
     return errors;
+}
+
+/* ---- client_pair --------------------------------------------------------------------------- */
+
+typedef struct own_client {
+    dlock_client *client;
+    dlock_lock *lock;
+} own_client;
+
+static void own_close(void *h) {
+    own_client *w = h;
+    if (!w)
+        return;
+    dlock_lock_free(w->lock);
+    dlock_client_free(w->client);
+    free(w);
+}
+
+static int own_open(const bench_config *cfg, const char *name, void *shared, void **out) {
+    (void)shared;
+    own_client *w = calloc(1, sizeof(*w));
+    if (!w || !(w->client = new_client(cfg, 0))) {
+        free(w);
+        return -1;
+    }
+    int rc = dlock_lock_new(w->client, name, &w->lock);
+    if (rc != DLOCK_OK) {
+        fprintf(stderr, "dlock-bench: lock: %s (%s)\n", dlock_err_name(rc), dlock_last_error());
+        own_close(w);
+        return -1;
+    }
+    *out = w;
+    return 0;
+}
+
+static int own_acquire(void *h) {
+    own_client *w = h;
+    int rc = dlock_lock_acquire(w->lock, BENCH_LEASE_MS);
+    if (rc != DLOCK_OK)
+        fprintf(stderr, "dlock-bench: acquire: %s (%s)\n", dlock_err_name(rc), dlock_last_error());
+    return rc == DLOCK_OK ? 0 : -1;
+}
+
+static int own_release(void *h) {
+    own_client *w = h;
+    int rc = dlock_lock_release(w->lock);
+    if (rc != DLOCK_OK)
+        fprintf(stderr, "dlock-bench: release: %s (%s)\n", dlock_err_name(rc), dlock_last_error());
+    return rc == DLOCK_OK ? 0 : -1;
+}
+
+static const bench_impl client_per_thread_impl = {
+    .client = "dlock",
+    .api = "dlock_lock_acquire(lease 30000 ms) + dlock_lock_release; a client per thread",
+    .connection_per_worker = true,
+    .open_worker = own_open,
+    .close_worker = own_close,
+    .acquire = own_acquire,
+    .release = own_release,
+};
+
+long long bench_client_pair(const bench_config *cfg, const bench_floor *floor, int threads) {
+    return bench_pairs(cfg, floor, &client_per_thread_impl, "client_pair", threads);
 }
