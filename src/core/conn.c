@@ -25,8 +25,9 @@
  * from when the reply before it arrived (Redis answers in order) and also gives its own
  * WAIT its time.
  *
- * A node may answer that it did not run a command at all: READONLY (it is a replica now:
- * a failover moved the master), and in a Cluster MOVED, ASK, TRYAGAIN or CLUSTERDOWN.
+ * A node may answer that it did not run a command at all: READONLY (under Sentinel or in
+ * a Cluster, it is a replica now: a failover moved the master; a plain URL that names a
+ * replica gets READONLY as an error), and in a Cluster MOVED, ASK, TRYAGAIN or CLUSTERDOWN.
  * Such a send does not count (sends counts the sends that may have run). On one Redis the
  * command goes back to the front of the queue and the connection is dropped, so that the
  * reconnect finds the master again; in a Cluster the conn's on_redirect hook places it
@@ -421,8 +422,8 @@ static bool not_run(const dlock__conn *conn, const redisReply *reply) {
     if (reply->type != REDIS_REPLY_ERROR)
         return false;
     const char *t = reply->str;
-    if (strncmp(t, "READONLY", 8) == 0)
-        return true;
+    if (strncmp(t, "READONLY", 8) == 0) /* a plain URL naming a replica: the user's error */
+        return conn->follows_failover;
     return conn->on_redirect &&
            (strncmp(t, "MOVED ", 6) == 0 || strncmp(t, "ASK ", 4) == 0 ||
             strncmp(t, "TRYAGAIN", 8) == 0 || strncmp(t, "CLUSTERDOWN", 11) == 0);
