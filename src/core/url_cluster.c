@@ -55,12 +55,13 @@ static int split(const char *url, parts *p, char *err, size_t errlen) {
     p->userinfo_len = at ? (size_t)(at + 1 - rest) : 0;
     p->hosts = rest + p->userinfo_len;
     p->hosts_len = (size_t)(p->query - p->hosts);
-    return p->hosts_len ? DLOCK_OK : bad(err, errlen, "no seed host (host[:port][,host[:port]...])");
+    return p->hosts_len ? DLOCK_OK
+                        : bad(err, errlen, "no seed host (host[:port][,host[:port]...])");
 }
 
 /* Seed `index` (host, n bytes) as its plain URL, parsed into ep. */
-static int parse_seed(const parts *p, const char *host, size_t n, size_t index,
-                      dlock__endpoint *ep, char *err, size_t errlen) {
+static int parse_seed(const parts *p, const char *host, size_t n, size_t index, dlock__endpoint *ep,
+                      char *err, size_t errlen) {
     if (n == 0)
         return bad(err, errlen, "empty seed host in the list (host[:port],host[:port])");
     size_t size = 16 + p->userinfo_len + n + strlen(p->query);
