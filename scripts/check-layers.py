@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 """check-layers.py — the calls between the files of src/core keep to their layers.
 
-The layers are the table in src/core/core.h's opening comment ("layer <name>: <files>",
+The layers are the table in src/core/core.h's opening comment ("layer <name>: <files>", the files
+may go on over indented lines;
 lowest first). This script reads every src/core/*.c, with comments and string literals
 taken out, finds the functions each file defines (an identifier followed by its
 parameters and a body, at the file's top level) and the identifiers each file uses, and
@@ -51,6 +52,8 @@ def layers_table():
         text = f.read()
     start = text.find("core.h —")  # the opening comment, after the license line
     head = text[start:].split("*/", 1)[0] if start >= 0 else ""
+    # a layer's files may go on over lines indented under them (" *" and 10+ spaces)
+    head = re.sub(r"\n \*\s{10,}(?=[\w ]+\n)", " ", head)
     order, layer_of = [], {}
     for name, files in re.findall(r"layer (\w+):\s*([\w ]+)", head):
         order.append(name)
