@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 """report.py — the tables and the picture of one benchmark run (bench/run.sh calls it).
 
-    bench/report.py RESULTS.json [--png OUT.png] [--elapsed S] [--load TEXT] [--command TEXT]
+    bench/report.py RESULTS.json [--png OUT.png] [--png-throughput OUT.png] [--elapsed S]
+                    [--load TEXT] [--command TEXT]
 
 RESULTS.json is the JSON array bench/run.sh wrote: the objects of dlock-bench (dlock, the
 floor, the naive lock) and of the peers (bench/peers/). Prints, on stdout:
@@ -15,7 +16,11 @@ floor, the naive lock) and of the peers (bench/peers/). Prints, on stdout:
   3. each implementation's latencies against the floor (the targets of BENCHMARKS.md:
      pair p50 within 1.2x of 2 PING round trips, hand-off within 1.5x of one PUBLISH
      delivery + one PING);
-and with --png draws the hand-off latency distributions (CDF, from the release call to
+  4. each of issue 20's targets 1-7: the measured figure, the bound, the ratio and "met" or
+     "missed" ("see note" where there is no fixed bound, "no data" where the run lacks the
+     figure), every figure from this run;
+with --png-throughput draws pairs/s against threads (uncontended_pair) for dlock, the naive
+lock and the peers, with the async face and the script ceilings as lines; and with --png draws the hand-off latency distributions (CDF, from the release call to
 the next acquire returning) of contended_handoff with P = 2, 4, 16 threads/workers, one
 line per implementation, with gnuplot. Standard library only."""
 
@@ -118,14 +123,21 @@ def dlock_rows(objs):
             row(w, ps, "lock-sized scripts/s", r0(f.get("scripts_per_s")), "")
             row(w, ps, "= pairs/s ceiling", r0(f.get("pairs_per_s_ceiling")), "")
             row(w, ps, "server CPU us per script", r1(f.get("server_cpu_us_per_script")), "")
-        elif w == "uncontended_pair" or w == "semaphore_pair":
-            ps = f"T={p.get('threads')}"
+        elif w in ("uncontended_pair", "semaphore_pair", "client_pair"):
+            ps = f"T={p.get('threads')}" + (" a client each" if w == "client_pair" else "")
             row(w, ps, "pairs/s", r0(f.get("pairs_per_s")))
             row(w, ps, "pair p50 / p99 us", f"{r1(f.get('pair_p50_us'))} / {r1(f.get('pair_p99_us'))}",
                 f"{r2(f.get('ratio_pair_p50_to_2x_ping_p50'))}x 2 PING {fl}")
             if "client_ping_p50_us" in f:
                 row(w, ps, "dlock_client_ping p50 us", r1(f.get("client_ping_p50_us")),
                     f"{r2(per(f.get('client_ping_p50_us'), f.get('floor_ping_p50_us')))}x PING")
+            row(w, ps, "EVALSHA, PUBLISH per pair", f"{r2(f.get('evalsha_per_pair'))}, {r2(f.get('publish_per_pair'))}")
+            row(w, ps, "CPU us per pair client, server",
+                f"{r1(f.get('client_cpu_us_per_pair'))}, {r1(f.get('server_cpu_us_per_pair'))}")
+        elif w == "async_pairs":
+            ps = f"{p.get('in_flight')} in flight, 1 thread"
+            row(w, ps, "pairs/s", r0(f.get("pairs_per_s")))
+            row(w, ps, "pair p50 / p99 us", f"{r1(f.get('pair_p50_us'))} / {r1(f.get('pair_p99_us'))}")
             row(w, ps, "EVALSHA, PUBLISH per pair", f"{r2(f.get('evalsha_per_pair'))}, {r2(f.get('publish_per_pair'))}")
             row(w, ps, "CPU us per pair client, server",
                 f"{r1(f.get('client_cpu_us_per_pair'))}, {r1(f.get('server_cpu_us_per_pair'))}")
@@ -304,6 +316,125 @@ def floor_rows(objs):
     return rows
 
 
+# ---- 4. issue 20's targets: met or missed, from the figures of this run ----------------------
+
+PEERS = ("redis-py", "redis-py/min", "redlock", "redlock/min", "redis-semaphore", "redis-semaphore/min")
+
+
+def wait_max_of(f):
+    """The longest acquire wait of a contended row: a figure named *wait*max_us when the
+    workload reports one; else None."""
+    keys = sorted(k for k in f if "wait" in k and k.endswith("max_us"))
+    return (f[keys[0]], keys[0]) if keys else (None, None)
+
+
+def target_rows(objs):
+    """[target, figure, measured, bound, ratio, verdict] per line; verdict is met, missed,
+    see note (no fixed bound) or no data (the run lacks a figure)."""
+    by = index(objs)
+    rows = [["target", "figure", "measured", "bound", "ratio", "verdict"]]
+
+    def fig(impl, workload, size, mode="threads"):
+        o = by.get((impl, workload, size, mode))
+        return o["figures"] if o else {}
+
+    def check(tid, label, value, bound, ratio, ok, fmt=big):
+        verdict = "no data" if value is None or ratio is None else ("met" if ok else "missed")
+        rows.append([tid, label, fmt(value), bound, r2(ratio) if ratio is not None else "-", verdict])
+
+    def note(tid, label, value):
+        rows.append([tid, label, value, "-", "-", "see note"])
+
+    # 1. uncontended pair p50, 1 thread, against two PINGs measured just before it
+    f = fig("dlock", "uncontended_pair", 1)
+    ratio = per(f.get("pair_p50_us"), 2 * f["floor_ping_p50_us"]) if f.get("floor_ping_p50_us") else None
+    check("1", f"pair p50 us, T=1 / 2x PING p50 ({r1(f.get('floor_ping_p50_us'))} us)", f.get("pair_p50_us"),
+          "<= 1.25x", ratio, ratio is not None and ratio <= 1.25)
+
+    # 2. one client, 32 threads: 4x one thread, and the best peer's best concurrent figure
+    t1, t32 = fig("dlock", "uncontended_pair", 1).get("pairs_per_s"), fig("dlock", "uncontended_pair", 32).get("pairs_per_s")
+    ratio = per(t32, t1)
+    check("2a", f"pairs/s T=32 / T=1 ({big(t1)}), one client", t32, ">= 4x", ratio, ratio is not None and ratio >= 4)
+    best, who = None, None
+    for peer in PEERS:
+        for size in (8, 32):
+            v = fig(peer, "uncontended_pair", size).get("pairs_per_s")
+            if v is not None and (best is None or v > best):
+                best, who = v, f"{LABEL[peer]} T={size}"
+    ratio = per(t32, best)
+    check("2b", f"pairs/s T=32 / best peer ({who}: {big(best)})", t32 if best else None, ">= 1x", ratio,
+          ratio is not None and ratio >= 1)
+
+    # 3. the async face against the pipelined script ceiling, per the scripts a pair needs
+    a = next((o["figures"] for o in objs if o["workload"] == "async_pairs" and o.get("client") == "dlock"), {})
+    ceiling = next((o["figures"].get("scripts_per_s") for o in objs
+                    if o["workload"] == "floor_script" and o.get("params", {}).get("pipeline") == 16), None)
+    scripts = (a.get("evalsha_per_pair") or 0) + (a.get("eval_per_pair") or 0)
+    limit = ceiling / scripts if ceiling and scripts else None
+    ratio = per(a.get("pairs_per_s"), limit)
+    check("3", f"async pairs/s, 256 in flight / (floor_script -P 16 {big(ceiling)} / {r2(scripts)} scripts)",
+          a.get("pairs_per_s"), ">= 0.80x", ratio, ratio is not None and ratio >= 0.8)
+
+    # 4. 8 threads with a client each against the naive lock's 8 threads (a connection each)
+    own, naive = fig("dlock", "client_pair", 8).get("pairs_per_s"), fig("naive", "uncontended_pair", 8).get("pairs_per_s")
+    ratio = per(own, naive)
+    check("4", f"pairs/s T=8 a client each / naive T=8 ({big(naive)})", own, ">= 1x", ratio,
+          ratio is not None and ratio >= 1)
+
+    # 5. four processes in a tight loop on one lock
+    f = fig("dlock", "contended_handoff", 4, "processes")
+    wait, key = wait_max_of(f)
+    if key:
+        check("5a", f"P=4 processes: longest wait ({key})", wait, "<= 10000 us", per(wait, 10000),
+              wait is not None and wait <= 10000)
+    else:
+        rows.append(["5a", "P=4 processes: longest acquire wait", "-", "<= 10000 us", "-",
+                     "no data (the workload reports no wait)"])
+    gap = f.get("handoff_from_release_start_max_us")
+    note("5a'", "P=4 processes: longest hand-off from the release call us", big(gap))
+    check("5b", "P=4 processes: sections min/max per process", f.get("fairness_min_max"), ">= 0.5",
+          f.get("fairness_min_max"), (f.get("fairness_min_max") or 0) >= 0.5, r2)
+    check("5c", "P=4 processes: hand-offs / sections", f.get("handoff_share"), ">= 0.5",
+          f.get("handoff_share"), (f.get("handoff_share") or 0) >= 0.5, r2)
+    note("5d", "P=4 processes: sections/s (>= 80 % of an earlier run's)", big(f.get("sections_per_s")))
+
+    # 6. renewal: 100k held leases within 1,000 scripts per period (bench/renewal.c decides)
+    r = next((o for o in objs if o["workload"] == "renewal_target"), None)
+    if r:
+        rf = r["figures"]
+        n = r.get("params", {}).get("locks")
+        ok = bool(rf.get("met"))
+        rows.append(["6", f"scripts per period, {n} watchdog leases (client CPU "
+                     f"{r2(rf.get('client_cpu_ms_per_period'))} ms per period, {rf.get('lost')} lost)",
+                     big(rf.get("scripts_per_period")), f"<= {big(rf.get('target_scripts_per_period'))}",
+                     r2(per(rf.get("scripts_per_period"), rf.get("target_scripts_per_period"))),
+                     "met" if ok else "missed"])
+    else:
+        rows.append(["6", "renewal_target (dlock-bench-renewal)", "-", "<= 1000", "-", "no data"])
+
+    # 7. the fair lock, the semaphore and the read-write lock: their figures, no fixed bound
+    for size in (4, 16, 64):
+        f = fig("dlock", "fair_order", size)
+        if f:
+            note("7", f"fair_order P={size}: hand-offs/s, order violations",
+                 f"{big(f.get('handoffs_per_s'))}, {f.get('order_violations')}")
+    for size in (1, 32):
+        f = fig("dlock", "semaphore_pair", size)
+        if f:
+            note("7", f"semaphore_pair T={size}: pairs/s", big(f.get("pairs_per_s")))
+    for size in (4, 16):
+        f = fig("dlock", "semaphore_contended", size)
+        if f:
+            note("7", f"semaphore_contended P={size}: sections/s, min/max",
+                 f"{big(f.get('sections_per_s'))}, {r2(f.get('fairness_min_max'))}")
+    for o in objs:
+        if o["workload"] == "rwlock_mix" and o.get("client") == "dlock":
+            f = o["figures"]
+            note("7", f"rwlock_mix T={o['params'].get('threads')} {o['params'].get('write_pct')}% w: sections/s, violations",
+                 f"{big(f.get('sections_per_s'))}, {f.get('violations')}")
+    return rows
+
+
 # ---- the picture -----------------------------------------------------------------------------
 
 
@@ -364,10 +495,64 @@ def draw(objs, png, title):
     return True
 
 
+def draw_throughput(objs, png, title):
+    """Pairs/s against threads (uncontended_pair T = 1, 8, 32; log x) for dlock with one
+    client, dlock with a client per thread, the naive lock and the peers; the async face
+    (one thread, 256 in flight) and the script ceilings as horizontal lines."""
+    gnuplot = shutil.which("gnuplot")
+    if not gnuplot:
+        print("report.py: no gnuplot, no picture", file=sys.stderr)
+        return False
+    by = index(objs)
+    series = [("dlock", "uncontended_pair", "dlock, one client", "lw 3 pt 7 lc rgb '#d62728'"),
+              ("dlock", "client_pair", "dlock, a client per thread", "lw 2 pt 5 lc rgb '#ff9896'"),
+              ("naive", "uncontended_pair", "naive (a connection per thread)", "lw 2 pt 7 lc rgb '#555555'"),
+              ("redis-py", "uncontended_pair", "redis-py", "lw 2 pt 7 lc rgb '#1f5fb4'"),
+              ("redis-py/min", "uncontended_pair", "redis-py/min", "lw 1 pt 6 lc rgb '#7fb2f0'"),
+              ("redlock", "uncontended_pair", "redlock (one ioredis)", "lw 2 pt 7 lc rgb '#1a7a1a'"),
+              ("redlock/min", "uncontended_pair", "redlock/min", "lw 1 pt 6 lc rgb '#7ed67e'"),
+              ("redis-semaphore", "uncontended_pair", "redis-semaphore (one ioredis)", "lw 2 pt 7 lc rgb '#7a3fb0'"),
+              ("redis-semaphore/min", "uncontended_pair", "redis-semaphore/min", "lw 1 pt 6 lc rgb '#c9a3ec'")]
+    blocks, plots = [], []
+    for n, (impl, workload, label, style) in enumerate(series):
+        pts = [(t, by[(impl, workload, t, "threads")]["figures"].get("pairs_per_s"))
+               for t in (1, 8, 32) if (impl, workload, t, "threads") in by]
+        pts = [(t, v) for t, v in pts if v]
+        if not pts:
+            continue
+        blocks.append(f"$t{n} << EOD\n" + "\n".join(f"{t} {v}" for t, v in pts) + "\nEOD")
+        plots.append(f"$t{n} using 1:2 with linespoints {style} title '{label}'")
+    a = next((o["figures"].get("pairs_per_s") for o in objs if o["workload"] == "async_pairs"), None)
+    if a:
+        plots.append(f"{a} with lines lw 2 dt 2 lc rgb '#d62728' title 'dlock async face, 1 thread, 256 in flight'")
+    for o in objs:
+        if o["workload"] == "floor_script" and o["figures"].get("pairs_per_s_ceiling"):
+            pl = o.get("params", {}).get("pipeline")
+            plots.append(f"{o['figures']['pairs_per_s_ceiling']} with lines lw 1 lc rgb 'black' "
+                         f"dt {3 if pl == 16 else 4} title 'script ceiling / 2, -P {pl}'")
+    if not blocks:
+        print("report.py: no uncontended_pair rows to draw", file=sys.stderr)
+        return False
+    script = ["set terminal png size 900,560 font 'sans,9'", f"set output '{png}'", "set encoding utf8"]
+    script += blocks
+    script += [f"set title \"{title}\" font ',11'", "set logscale x 2", "set xrange [0.8:40]",
+               "set xtics (1, 8, 32)", "set yrange [0:*]", "set grid",
+               "set xlabel 'threads (uncontended\\_pair: each thread its own lock)'",
+               "set ylabel 'lock pairs (acquire + release) per second'",
+               "set key outside right top font ',9'",
+               "plot " + ", ".join(plots)]
+    r = subprocess.run([gnuplot], input="\n".join(script) + "\n", capture_output=True, text=True)
+    if r.returncode != 0:
+        print(f"report.py: gnuplot failed: {r.stderr.strip()}", file=sys.stderr)
+        return False
+    return True
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("results")
     ap.add_argument("--png")
+    ap.add_argument("--png-throughput")
     ap.add_argument("--elapsed")
     ap.add_argument("--load")
     ap.add_argument("--command")
@@ -399,6 +584,9 @@ def main():
     print("== 3. Latency against the floor (PING p50 {}, PUBLISH delivery p50 {} us at the start; "
           "dlock and naive: the floor beside each row) ==".format(*(r1(x) for x in floor_of(objs))), file=out)
     table(floor_rows(objs), out)
+    print("", file=out)
+    print("== 4. Targets (issue 20), each from figures of this run ==", file=out)
+    table(target_rows(objs), out)
     bad = [f"{impl_of(o)} {o['workload']} {json.dumps(o.get('params', {}).get('threads', o.get('params', {}).get('workers')))}: {o['errors']}"
            for o in objs if o.get("errors")]
     if bad:
@@ -407,6 +595,9 @@ def main():
     if args.png:
         ok = draw(objs, args.png, "Hand-off latency distribution (CDF), dlock vs the naive lock and the peers")
         if not ok:
+            return 1
+    if args.png_throughput:
+        if not draw_throughput(objs, args.png_throughput, "Throughput against threads, dlock vs the naive lock and the peers"):
             return 1
     return 0
 

@@ -25,10 +25,11 @@
 #
 # It writes bench/results/<UTC timestamp>.json (a JSON array of every object printed),
 # prints the tables (bench/report.py: each figure, its ratio to the floor, dlock against the
-# naive lock and each peer; also saved as <stamp>.txt) and draws the hand-off latency
-# distribution of dlock, the naive lock and the peers as bench/results/<stamp>-handoff.png
-# (gnuplot). The servers are stopped by their pids when the script ends, fails or is
-# interrupted.
+# naive lock and each peer, and each target met or missed; also saved as <stamp>.txt) and
+# draws the hand-off latency distribution of dlock, the naive lock and the peers as
+# bench/results/<stamp>-handoff.png and their pairs/s against threads as
+# <stamp>-throughput.png (gnuplot). The servers are stopped by their pids when the script
+# ends, fails or is interrupted.
 #
 # What the peers and the picture need is installed HERE when missing, never by the build:
 #   python3-redis, gnuplot-nox   apt-get install, when run as root (else: skipped, with
@@ -322,12 +323,13 @@ if [ -z "$report_python" ]; then
     exit "$status"
 fi
 png="$root/bench/results/$stamp-handoff.png"
+png_throughput="$root/bench/results/$stamp-throughput.png"
 report_args=(--elapsed "$(($(date +%s) - t_start))" --load "$load_start -> $load_end"
     --command "${QUICK:+QUICK=$QUICK }make bench")
-[ "$gnuplot_ok" = 1 ] && report_args+=(--png "$png")
+[ "$gnuplot_ok" = 1 ] && report_args+=(--png "$png" --png-throughput "$png_throughput")
 "$report_python" "$root/bench/report.py" "$out" "${report_args[@]}" |
     tee "$root/bench/results/$stamp.txt" || status=1
-[ "$gnuplot_ok" = 1 ] && [ -f "$png" ] && echo "run.sh: picture in ${png#"$root"/}" >&2
+[ "$gnuplot_ok" = 1 ] && [ -f "$png" ] && echo "run.sh: pictures in ${png#"$root"/} and ${png_throughput#"$root"/}" >&2
 if [ "$("$report_python" -c 'import json,sys; print(sum((o.get("errors") or 0) for o in json.load(open(sys.argv[1]))))' "$out" 2>/dev/null || echo 0)" != 0 ]; then
     status=1
 fi
