@@ -524,22 +524,23 @@ def draw_throughput(objs, png, title):
         plots.append(f"$t{n} using 1:2 with linespoints {style} title '{label}'")
     a = next((o["figures"].get("pairs_per_s") for o in objs if o["workload"] == "async_pairs"), None)
     if a:
-        plots.append(f"{a} with lines lw 2 dt 2 lc rgb '#d62728' title 'dlock async face, 1 thread, 256 in flight'")
+        plots.append(f"{a} with lines lw 2 lc rgb '#ff7f0e' title 'dlock async face: 1 thread, 256 in flight'")
     for o in objs:
         if o["workload"] == "floor_script" and o["figures"].get("pairs_per_s_ceiling"):
             pl = o.get("params", {}).get("pipeline")
-            plots.append(f"{o['figures']['pairs_per_s_ceiling']} with lines lw 1 lc rgb 'black' "
-                         f"dt {3 if pl == 16 else 4} title 'script ceiling / 2, -P {pl}'")
+            plots.append(f"{o['figures']['pairs_per_s_ceiling']} with lines lw {2 if pl == 16 else 1} "
+                         f"lc rgb '{'black' if pl == 16 else '#999999'}' "
+                         f"title 'server ceiling: scripts/s / 2, redis-benchmark -P {pl}'")
     if not blocks:
         print("report.py: no uncontended_pair rows to draw", file=sys.stderr)
         return False
-    script = ["set terminal png size 900,560 font 'sans,9'", f"set output '{png}'", "set encoding utf8"]
+    script = ["set terminal png size 1000,600 font 'sans,9'", f"set output '{png}'", "set encoding utf8"]
     script += blocks
     script += [f"set title \"{title}\" font ',11'", "set logscale x 2", "set xrange [0.8:40]",
                "set xtics (1, 8, 32)", "set yrange [0:*]", "set grid",
                "set xlabel 'threads (uncontended\\_pair: each thread its own lock)'",
                "set ylabel 'lock pairs (acquire + release) per second'",
-               "set key outside right top font ',9'",
+               "set key inside left top opaque box font ',9'",
                "plot " + ", ".join(plots)]
     r = subprocess.run([gnuplot], input="\n".join(script) + "\n", capture_output=True, text=True)
     if r.returncode != 0:
