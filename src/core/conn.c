@@ -254,15 +254,22 @@ static void plan_wait(dlock__conn *conn, dlock__cmd *cmd) {
     cmd->wait_timeout_ms = timeout;
 }
 
+/* Whether a Cluster client leaves the script's KEYS[i + 1] undeclared (script.c). */
+static bool undeclared(const dlock__cmd *cmd, unsigned unstored, int i) {
+    if (cmd->flags & DLOCK__CMD_FIRST_KEY_ONLY)
+        return i > 0;
+    return i < 31 && (unstored & (1u << (i + 1)));
+}
+
 /* A Cluster client's script arguments after the script (script.c says why): the declared
- * keys, the arguments, the keys it does not declare, and the positions of those ("2,4").
- * Into argv/lens from index at; returns the count written. */
-static int cluster_script_args(const dlock__cmd *cmd, unsigned unstored, const char **argv,
-                               size_t *lens, int at, char *positions, size_t size, int *declared) {
-    int n = at;
+ * keys, the arguments, the keys it does not declare, and where those go: "2,4" (KEYS[2]
+ * and KEYS[4]), or "2+99" (99 keys from KEYS[2] on). Into argv/lens from index at. */
+static void cluster_script_args(const dlock__cmd *cmd, unsigned unstored, const char **argv,
+                                size_t *lens, int at, char *positions, size_t size, int *declared) {
+    int n = at, moved = 0;
     *declared = 0;
     for (int i = 0; i < cmd->nkeys; i++)
-        if (!(unstored & (1u << (i + 1)))) {
+        if (!undeclared(cmd, unstored, i)) {
             argv[n] = cmd->argv[i];
             lens[n++] = cmd->argvlen[i];
             (*declared)++;
@@ -274,14 +281,17 @@ static int cluster_script_args(const dlock__cmd *cmd, unsigned unstored, const c
     size_t used = 0;
     positions[0] = '\0';
     for (int i = 0; i < cmd->nkeys; i++)
-        if (unstored & (1u << (i + 1))) {
+        if (undeclared(cmd, unstored, i)) {
             argv[n] = cmd->argv[i];
             lens[n++] = cmd->argvlen[i];
-            used += (size_t)snprintf(positions + used, size - used, used ? ",%d" : "%d", i + 1);
+            moved++;
+            if (!(cmd->flags & DLOCK__CMD_FIRST_KEY_ONLY))
+                used += (size_t)snprintf(positions + used, size - used, used ? ",%d" : "%d", i + 1);
         }
+    if ((cmd->flags & DLOCK__CMD_FIRST_KEY_ONLY) && moved > 0)
+        used = (size_t)snprintf(positions, size, "2+%d", moved);
     argv[n] = positions;
-    lens[n++] = used;
-    return n - at;
+    lens[n] = used;
 }
 
 static bool send_cmd(dlock__conn *conn, dlock__cmd *cmd) {

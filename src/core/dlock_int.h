@@ -289,6 +289,10 @@ enum dlock__cmd_flags {
      * back because too few replicas acknowledged it; its own acknowledgement changes
      * nothing the caller would do. */
     DLOCK__CMD_NO_WAIT = 1u << 1,
+    /* A script whose keys may lie in several slots of one node (the watchdog's batches): in
+     * a Cluster only its first key is declared, by which it is routed; the script still
+     * finds every key in KEYS (script.c). */
+    DLOCK__CMD_FIRST_KEY_ONLY = 1u << 2,
 };
 
 /* Queue a command (argv as binary-safe strings, copied). fn runs exactly once, on the loop

@@ -8,10 +8,11 @@
  * tick, not 100,000 timers and round trips.
  *
  * In a Cluster a batch spans the slots of one node. Redis refuses declared keys of several
- * slots (CROSSSLOT), so there a batch declares only its first key, by which it is routed
- * (MOVED and ASK of that slot are followed by the transport), and passes the others after
- * the fields; the scripts' allow-cross-slot-keys lets them touch those, as long as they are
- * on the node. When one is not (a slot moved since the map was read) the node answers the
+ * slots (CROSSSLOT), so there a batch declares only its first key (DLOCK__CMD_FIRST_KEY_ONLY:
+ * the transport passes the others undeclared and the script sees them as KEYS all the
+ * same), by which it is routed (MOVED and ASK of that slot are followed by the transport);
+ * the scripts' allow-cross-slot-keys lets them touch the others, as long as they are on
+ * the node. When one is not (a slot moved since the map was read) the node answers the
  * whole batch with an error, and its leases are sent again at once, one per call: each
  * such call is placed by its own key, and its MOVED teaches the map, so the next tick
  * groups by the new owners. A slot being migrated is no error for the node: a key of it
@@ -245,30 +246,26 @@ static void on_renewed(dlock_client *c, int status, const dlock__reply *reply, i
         arm_expiry(r, c);
 }
 
-/* EVALSHA of b's script. The arguments: the declared keys (every key on one Redis, the
- * first in a Cluster: see the opening comment), the lease, each lease's field, then the
- * keys not declared. */
+/* EVALSHA of b's script: the keys, the lease, each lease's field. In a Cluster only the
+ * first key is declared (DLOCK__CMD_FIRST_KEY_ONLY: see the opening comment). */
 static void send_batch(dlock_client *c, renew_batch *b) {
-    size_t n = b->count, declared = c->cluster ? 1 : n;
-    size_t nargs = 2 * n + 1;
+    size_t n = b->count, nargs = 2 * n + 1;
     const char **args = dlock__malloc(sizeof(*args) * nargs);
     size_t *lens = dlock__malloc(sizeof(*lens) * nargs);
     char lease[24];
     int rc = DLOCK_ENOMEM;
     if (args && lens) {
         for (size_t i = 0; i < n; i++) {
-            size_t key_at = i < declared ? i : n + 1 + i;
-            args[key_at] = b->leases[i]->key;
-            lens[key_at] = b->leases[i]->key_len;
-            args[declared + 1 + i] = b->leases[i]->field;
-            lens[declared + 1 + i] = b->leases[i]->field_len;
+            args[i] = b->leases[i]->key;
+            lens[i] = b->leases[i]->key_len;
+            args[n + 1 + i] = b->leases[i]->field;
+            lens[n + 1 + i] = b->leases[i]->field_len;
         }
-        args[declared] = lease;
-        lens[declared] =
-            (size_t)snprintf(lease, sizeof(lease), "%lld", (long long)c->opts.watchdog_ms);
+        args[n] = lease;
+        lens[n] = (size_t)snprintf(lease, sizeof(lease), "%lld", (long long)c->opts.watchdog_ms);
         b->sent_ms = dlock__now_ms();
-        rc = dlock__script(c, b->script, DLOCK__CMD_RETRY_SAFE, on_renewed, b, (int)declared,
-                           (int)nargs, args, lens);
+        rc = dlock__script(c, b->script, DLOCK__CMD_RETRY_SAFE | DLOCK__CMD_FIRST_KEY_ONLY,
+                           on_renewed, b, (int)n, (int)nargs, args, lens);
     }
     dlock__free(args);
     dlock__free(lens);

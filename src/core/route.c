@@ -5,8 +5,8 @@
  * client's command connection and every channel through its subscriber. In a Cluster each
  * goes to the master of its slot (cluster.c): a script's slot is its first key's (every
  * script of the library keeps all its keys in one slot, as Redisson's names do; the
- * watchdog's renewal batches are grouped by node and declare only their first key, passing
- * the others as arguments, since Redis refuses declared keys of several slots); a
+ * watchdog's renewal batches are grouped by node and declare only their first key, since
+ * Redis refuses declared keys of several slots: DLOCK__CMD_FIRST_KEY_ONLY); a
  * plain command's is its first argument's (HGETALL key, PTTL key), or its second's after
  * a subcommand (PUBSUB SHARDNUMSUB channel, OBJECT ENCODING key); a command without one
  * (PING, TIME) goes to any master; a channel's slot is its own (sharded pub/sub). */

@@ -11,9 +11,9 @@
  * In a Cluster the scripts run as Redisson's do there: their wake-ups go out with SPUBLISH
  * (sharded pub/sub: the message reaches the subscribers of the channel's shard, not every
  * node), and they declare allow-cross-slot-keys, which the watchdog's renewal batches need:
- * one batch per node touches keys of many slots, all but the first passed as arguments
- * (Redis 7.0 refuses declared keys of several slots even with the flag; the flag lets a
- * script touch undeclared keys of its node). The cluster's text of a script is made from the
+ * one batch per node touches keys of many slots, all but the first undeclared (Redis 7.0
+ * refuses declared keys of several slots even with the flag; the flag lets a script touch
+ * undeclared keys of its node). The cluster's text of a script is made from the
  * embedded one when the client is made: the shebang line and a prelude (below) in front,
  * and every `redis.call('publish',` written `redis.call('spublish',` — the one form the
  * scripts publish in (tests/unit/test_cluster_url.c checks that no other is left).
@@ -26,7 +26,8 @@
  * So in a Cluster the KEYS that are no stored keys (the channels, the read-write lock's
  * name base: unstored_keys below, which tests/unit compares with each script's header) are
  * not declared: conn.c passes them after the arguments, then a last argument naming their
- * positions, and the prelude puts KEYS and ARGV back as the script wrote them. (Publishing
+ * positions ("2,4"; "2+99" for the watchdog's batches, which declare their first key only),
+ * and the prelude puts KEYS and ARGV back as the script wrote them. (Publishing
  * to a shard channel is served by the slot's owner during a migration: the cluster checks
  * no channel's presence.) */
 #include <stdint.h>
@@ -92,7 +93,12 @@ static const char SHEBANG[] =
     "local KEYS, ARGV = KEYS, ARGV\n"
     "do -- the undeclared KEYS back in their places (script.c)\n"
     "  local at, keys, args, d = {}, {}, {}, 1\n"
-    "  for p in string.gmatch(ARGV[#ARGV], '%d+') do at[#at + 1] = tonumber(p) end\n"
+    "  local from, count = string.match(ARGV[#ARGV], '^(%d+)%+(%d+)$')\n"
+    "  if from then\n"
+    "    for j = 0, count - 1 do at[#at + 1] = from + j end\n"
+    "  else\n"
+    "    for p in string.gmatch(ARGV[#ARGV], '%d+') do at[#at + 1] = tonumber(p) end\n"
+    "  end\n"
     "  local nargs = #ARGV - 1 - #at\n"
     "  for j = 1, #at do keys[at[j]] = ARGV[nargs + j] end\n"
     "  for i = 1, #KEYS + #at do\n"

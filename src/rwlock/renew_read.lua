@@ -10,12 +10,9 @@
 -- least as long as its timeout keys: that list is how rw.lua tells dlock's readers (judged
 -- by their keys) from Redisson's (judged by the hash).
 --
--- KEYS[1..d]    the lock hashes of the first d leases: all n on one Redis; in a Cluster
---               only the first, as Redis refuses declared keys of several slots (the
---               batch spans one node's slots; allow-cross-slot-keys lets it touch them)
--- ARGV[1]       the lease, ms (watchdog_ms)
--- ARGV[1+i]     the reader field of lease i, i = 1..n
--- ARGV[1+n+j]   the lock hash of lease d+j
+-- KEYS[1..n]  the lock hashes
+-- ARGV[1]     the lease, ms (watchdog_ms)
+-- ARGV[1+i]   the reader field of KEYS[i]
 -- Reply: an array of n integers, 1 = renewed, 0 = gone (the lease is lost).
 local function base(name)
     if string.find(name, '{', 1, true) then
@@ -29,30 +26,24 @@ local function keep_alive(key, ms)
     end
 end
 local lease = tonumber(ARGV[1])
-local declared = #KEYS
-local n = (#ARGV - 1 + declared) / 2
-local keys = {}
-for i = 1, n do
-    keys[i] = i <= declared and KEYS[i] or ARGV[1 + n + i - declared]
-end
 local renewed = {}
-for i = 1, n do
+for i = 1, #KEYS do
     local field = ARGV[1 + i]
-    local readers = base(keys[i]) .. ':rwlock_readers'
+    local readers = base(KEYS[i]) .. ':rwlock_readers'
     local holds = nil
-    if redis.call('type', keys[i])['ok'] == 'hash' then -- else gone, without failing the batch
-        holds = tonumber(redis.call('hget', keys[i], field))
+    if redis.call('type', KEYS[i])['ok'] == 'hash' then -- else gone, without failing the batch
+        holds = tonumber(redis.call('hget', KEYS[i], field))
     end
     if holds then
         for k = 1, holds do
-            redis.call('set', base(keys[i]) .. ':' .. field .. ':rwlock_timeout:' .. k, 1, 'px', lease)
+            redis.call('set', base(KEYS[i]) .. ':' .. field .. ':rwlock_timeout:' .. k, 1, 'px', lease)
         end
         local kind = redis.call('type', readers)['ok']
         if kind == 'set' or kind == 'none' then -- another type: rw.lua refuses the name
             redis.call('sadd', readers, field)
             keep_alive(readers, lease)
         end
-        keep_alive(keys[i], lease)
+        keep_alive(KEYS[i], lease)
         renewed[i] = 1
     else
         renewed[i] = 0
