@@ -14,6 +14,12 @@ local count, refused = count_of('a count of permits')
 if not count then
     return refused
 end
+if #count <= 15 and #ARGV[1] <= 15 then -- exact as Lua numbers: see sem_acquire.lua
+    local sum = tonumber(count) + tonumber(ARGV[1])
+    redis.call('publish', KEYS[2], sum)
+    redis.call('incrby', KEYS[1], ARGV[1])
+    return sum
+end
 local available = int64_add(count, ARGV[1])
 if not available then
     return redis.error_reply(string.format('ERR %s: %s permits and %s more go beyond the 64-bit range',
