@@ -413,10 +413,10 @@ def target_rows(objs):
         rows.append(["6", "renewal_target (dlock-bench-renewal)", "-", "<= 1000", "-", "no data"])
 
     # 7. the fair lock, the semaphore and the read-write lock: their figures, no fixed bound
-    for size in (4, 16, 64):
-        f = fig("dlock", "fair_order", size)
-        if f:
-            note("7", f"fair_order P={size}: hand-offs/s, order violations",
+    for o in objs:  # fair_order's size is params.waiters, which index() does not key on
+        if o["workload"] == "fair_order" and o.get("client") == "dlock":
+            f = o["figures"]
+            note("7", f"fair_order P={o['params'].get('waiters')}: hand-offs/s, order violations",
                  f"{big(f.get('handoffs_per_s'))}, {f.get('order_violations')}")
     for size in (1, 32):
         f = fig("dlock", "semaphore_pair", size)
