@@ -24,13 +24,14 @@
  * Redisson's scripts take among their KEYS, is never stored, so it would count as missing
  * for the whole migration, and every release would wait for its end — past a short lease.
  * So in a Cluster the KEYS that are no stored keys (the channels, the read-write lock's
- * name base: unstored_keys below, which tests/unit compares with each script's header) are
+ * name base: as each script's header says, dlock__script_unstored_keys) are
  * not declared: conn.c passes them after the arguments, then a last argument naming their
  * positions ("2,4"; "2+99" for the watchdog's batches, which declare their first key only),
  * and the prelude puts KEYS and ARGV back as the script wrote them. (Publishing
  * to a shard channel is served by the slot's owner during a migration: the cluster checks
  * no channel's presence.) */
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <hiredis/hiredis.h>
@@ -140,30 +141,25 @@ static char *sharded_text(const dlock__script_source *src) {
     return out;
 }
 
-/* The KEYS positions (bit i: KEYS[i]) of each script that are no stored keys. The one
- * list: a new script with a channel among its KEYS goes here (tests/unit/test_cluster_url.c
- * compares it with every script's header). */
-static const struct {
-    const char *script;
-    unsigned positions;
-} unstored_keys[] = {
-    {"fairlock/fair", 1u << 4},
-    {"lock/force_release", 1u << 2},
-    {"lock/release", 1u << 2},
-    {"rwlock/rw", 1u << 2 | 1u << 4},
-    {"semaphore/latch_count_down", 1u << 2},
-    {"semaphore/latch_try_set", 1u << 2},
-    {"semaphore/permits", 1u << 3},
-    {"semaphore/sem_add", 1u << 2},
-    {"semaphore/sem_release", 1u << 2},
-    {"semaphore/sem_try_set", 1u << 2},
-};
-
+/* The KEYS of a script that are no stored keys, as its header says: every script lists its
+ * KEYS in its header comment, one "-- KEYS[i]  <what it is>" line each, and a channel's or
+ * a key base's line says so ("its channel redisson_lock__channel:{N}", "the key base
+ * {N}"). So a new script's header is all a Cluster client needs to know; tests/unit checks
+ * the scripts of today against what they do. Bit i: KEYS[i]. */
 unsigned dlock__script_unstored_keys(enum dlock__script_id id) {
-    for (size_t i = 0; i < sizeof(unstored_keys) / sizeof(*unstored_keys); i++)
-        if (strcmp(dlock__scripts[id].name, unstored_keys[i].script) == 0)
-            return unstored_keys[i].positions;
-    return 0;
+    unsigned positions = 0;
+    for (const char *line = dlock__scripts[id].text; line; line = strchr(line, '\n')) {
+        line += *line == '\n';
+        int k, at = 0; /* (preludes come first in the text: every line is looked at) */
+        if (sscanf(line, "-- KEYS[%d]%n", &k, &at) != 1 || at == 0 || k < 1 || k > 31)
+            continue;
+        size_t len = strcspn(line, "\n");
+        char what[160];
+        snprintf(what, sizeof(what), "%.*s", (int)(len - (size_t)at), line + at);
+        if (strstr(what, "channel") || strstr(what, "key base"))
+            positions |= 1u << k;
+    }
+    return positions;
 }
 
 int dlock__scripts_shard(dlock_client *c) {
