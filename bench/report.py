@@ -513,21 +513,24 @@ def draw_throughput(objs, png, title):
               ("redlock/min", "uncontended_pair", "redlock/min", "lw 1 pt 6 lc rgb '#7ed67e'"),
               ("redis-semaphore", "uncontended_pair", "redis-semaphore (one ioredis)", "lw 2 pt 7 lc rgb '#7a3fb0'"),
               ("redis-semaphore/min", "uncontended_pair", "redis-semaphore/min", "lw 1 pt 6 lc rgb '#c9a3ec'")]
-    blocks, plots = [], []
+    blocks, plots, top = [], [], 0.0
     for n, (impl, workload, label, style) in enumerate(series):
         pts = [(t, by[(impl, workload, t, "threads")]["figures"].get("pairs_per_s"))
                for t in (1, 8, 32) if (impl, workload, t, "threads") in by]
         pts = [(t, v) for t, v in pts if v]
         if not pts:
             continue
+        top = max([top] + [v for _, v in pts])
         blocks.append(f"$t{n} << EOD\n" + "\n".join(f"{t} {v}" for t, v in pts) + "\nEOD")
         plots.append(f"$t{n} using 1:2 with linespoints {style} title '{label}'")
     a = next((o["figures"].get("pairs_per_s") for o in objs if o["workload"] == "async_pairs"), None)
     if a:
+        top = max(top, a)
         plots.append(f"{a} with lines lw 2 lc rgb '#ff7f0e' title 'dlock async face: 1 thread, 256 in flight'")
     for o in objs:
         if o["workload"] == "floor_script" and o["figures"].get("pairs_per_s_ceiling"):
             pl = o.get("params", {}).get("pipeline")
+            top = max(top, o["figures"]["pairs_per_s_ceiling"])
             plots.append(f"{o['figures']['pairs_per_s_ceiling']} with lines lw {2 if pl == 16 else 1} "
                          f"lc rgb '{'black' if pl == 16 else '#999999'}' "
                          f"title 'server ceiling: scripts/s / 2, redis-benchmark -P {pl}'")
@@ -537,7 +540,7 @@ def draw_throughput(objs, png, title):
     script = ["set terminal png size 1000,600 font 'sans,9'", f"set output '{png}'", "set encoding utf8"]
     script += blocks
     script += [f"set title \"{title}\" font ',11'", "set logscale x 2", "set xrange [0.8:40]",
-               "set xtics (1, 8, 32)", "set yrange [0:*]", "set grid",
+               "set xtics (1, 8, 32)", f"set yrange [0:{top * 1.35:.0f}]", "set grid",
                "set xlabel 'threads (uncontended\\_pair: each thread its own lock)'",
                "set ylabel 'lock pairs (acquire + release) per second'",
                "set key inside left top opaque box font ',9'",
