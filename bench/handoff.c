@@ -19,8 +19,9 @@
  * the releasing thread, the message is already on its way, and the waiter may be on its
  * way to Redis too. So a second figure starts where the floor does, when the release is
  * called: handoff_from_release_start = next.acquire_ns - previous.release_start_ns. Fairness is
- * min/max sections per worker. The client CPU per section of the process mode counts
- * the children's whole lives (connect and warm-up too). */
+ * min/max sections per worker, and wait (p50, p99, max) is each acquire call's time to
+ * return: a worker passed over again and again shows in its max. The client CPU per section of the
+ * process mode counts the children's whole lives (connect and warm-up too). */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -39,7 +40,7 @@
 
 typedef struct section {
     int32_t worker;
-    int64_t acquire_ns, release_start_ns, release_ns;
+    int64_t acquire_start_ns, acquire_ns, release_start_ns, release_ns;
 } section;
 
 typedef struct arena {
@@ -73,6 +74,7 @@ static void worker_run(arena *a, int worker, dlock_lock *lock) {
     int64_t deadline = bench_gate_wait(&a->gate);
     long long errors = 0;
     while (lock && bench_now_ns() < deadline && errors < HANDOFF_MAX_ERRORS) {
+        int64_t acquiring = bench_now_ns();
         int rc = dlock_lock_acquire(lock, BENCH_LEASE_MS);
         if (rc != DLOCK_OK) {
             count_error(a, "acquire", rc);
@@ -83,6 +85,7 @@ static void worker_run(arena *a, int worker, dlock_lock *lock) {
         long long i = atomic_fetch_add(&a->next, 1);
         if (i < a->capacity) {
             a->log[i].worker = worker;
+            a->log[i].acquire_start_ns = acquiring;
             a->log[i].acquire_ns = acquired;
         }
         int64_t releasing = bench_now_ns();
@@ -171,7 +174,7 @@ static void join_workers(arena *a, int started, bool processes, pthread_t *tids,
 typedef struct handoff_figures {
     long long sections, handoffs;
     int64_t end_ns;
-    bench_samples latency, from_start;
+    bench_samples latency, from_start, wait;
     long long min_sections, max_sections;
 } handoff_figures;
 
@@ -183,6 +186,8 @@ static int analyse(const arena *a, int workers, handoff_figures *f) {
         const section *s = &a->log[i];
         if (s->release_ns > f->end_ns)
             f->end_ns = s->release_ns;
+        if (bench_samples_push(&f->wait, s->acquire_ns - s->acquire_start_ns) != 0)
+            return -1;
         const section *prev = i > 0 ? &a->log[i - 1] : NULL;
         if (!prev || s->worker == prev->worker)
             continue;
@@ -193,6 +198,7 @@ static int analyse(const arena *a, int workers, handoff_figures *f) {
     }
     bench_samples_sort(&f->latency);
     bench_samples_sort(&f->from_start);
+    bench_samples_sort(&f->wait);
     f->min_sections = f->max_sections = a->count[0];
     for (int w = 1; w < workers; w++) {
         if (a->count[w] < f->min_sections)
@@ -272,6 +278,7 @@ long long bench_contended_handoff(const bench_config *cfg, const bench_floor *fl
     bench_json_latency("handoff_from_release_start", &f.from_start);
     bench_json_num("ratio_handoff_from_release_start_p50_to_floor",
                    bench_samples_pct_us(&f.from_start, 0.5) / floor_us);
+    bench_json_latency("wait", &f.wait); /* acquire call -> return, every section */
     bench_json_counters(&before, &after, (double)f.sections, "section", true);
     bench_json_cdf("handoff_cdf_us", &f.latency); /* for the PNG bench/run.sh draws */
     bench_json_cdf("handoff_from_release_start_cdf_us", &f.from_start);
@@ -280,6 +287,7 @@ long long bench_contended_handoff(const bench_config *cfg, const bench_floor *fl
 
     bench_samples_free(&f.latency);
     bench_samples_free(&f.from_start);
+    bench_samples_free(&f.wait);
     dlock_lock_free(lock);
     dlock_client_free(client);
     if (admin)

@@ -3,15 +3,32 @@
 --
 -- KEYS[1]  the lock hash N: owner field -> hold count (Redisson RLock)
 -- KEYS[2]  fenced lock only: the token counter redisson_lock_token:{N}
+-- KEYS[#KEYS]  with ARGV[4] only: the hand-off marker {N}:handoff (dlock's own): a string,
+--          the owner field of the waiter the free lock is promised to; PEXPIRE ARGV[5]
 -- ARGV[1]  the lease to set, ms
 -- ARGV[2]  the owner field, <client-id>:<owner>
 -- ARGV[3]  the hold count the client believes this owner has before this acquire
+-- ARGV[4]  optional: 1 if this owner has waited past the bound (it claims the next turn
+--          should the lock be busy), 0 if not; absent: no marker is read or written
+-- ARGV[5]  with ARGV[4]: the marker's lifetime, ms
 -- Reply    {1, holds, token}  acquired: the owner's hold count now and, for a fenced
 --                             lock, the token of this acquisition (0 otherwise): an
 --                             integer, or beyond 2^53, where a Lua number (a double)
 --                             is no longer exact, its decimal string
 --          {0, pttl}          held by another owner; pttl is its remaining lease (the
---                             waiter's hint), -1 if it never expires
+--                             waiter's hint), -1 if it never expires; or free but
+--                             promised to another waiter: pttl is the marker's
+--
+-- The hand-off (Go's sync.Mutex starvation mode, the Linux mutex's hand-off flag): taking
+-- a free lock at once stays the fast path, so a releasing owner that comes back at once
+-- usually beats the waiter its release woke. A waiter passed over past the bound claims
+-- the next turn: when it finds the lock busy it names itself in the marker (unless
+-- another waiter is named there), and while the marker names another owner a new
+-- acquisition is refused as busy even when the lock is free. The named waiter takes the
+-- lock on the next release and the marker goes with it. A marker outlives no waiter by
+-- more than its lifetime: a waiter that died or gave up holds nobody back after that.
+-- Reentrant acquisitions (the owner holds the lock already) never look at the marker.
+-- Redisson's clients and dlock's spin lock know no marker: they take a free lock as ever.
 --
 -- Applied once even when sent twice: if the owner already has one hold more than the
 -- client believes, this is a resend of an acquire whose reply was lost (or the client
@@ -32,7 +49,9 @@
 
 -- uses: int64
 
-local token_key = KEYS[2]
+local claims = ARGV[4]
+local marker_key = claims and KEYS[#KEYS]
+local token_key = (#KEYS == 3 or (#KEYS == 2 and not claims)) and KEYS[2] or nil
 local token
 if token_key then
     token = redis.call('get', token_key) or '0' -- a key of another type fails here
@@ -40,14 +59,21 @@ if token_key then
         return int64_refusal(token_key, token, 'a fencing token')
     end
 end
+local promised = marker_key and redis.call('get', marker_key) -- another type fails here
 local holds = redis.call('hget', KEYS[1], ARGV[2])
 if not holds and redis.call('exists', KEYS[1]) == 1 then
+    if claims == '1' and (not promised or promised == ARGV[2]) then
+        redis.call('set', marker_key, ARGV[2], 'px', ARGV[5])
+    end
     return {0, redis.call('pttl', KEYS[1])}
 end
 holds = tonumber(holds) or 0
 if holds == tonumber(ARGV[3]) + 1 then
     redis.call('pexpire', KEYS[1], ARGV[1])
     return {1, holds, int64_reply(token or '0')}
+end
+if holds == 0 and promised and promised ~= ARGV[2] then
+    return {0, redis.call('pttl', marker_key)} -- free, but this turn is another waiter's
 end
 if token == '9223372036854775807' then
     return redis.error_reply('ERR ' .. token_key .. ' is at 9223372036854775807, the largest ' ..
@@ -58,5 +84,8 @@ redis.call('pexpire', KEYS[1], ARGV[1])
 if token_key then
     redis.call('incr', token_key)
     token = redis.call('get', token_key)
+end
+if promised == ARGV[2] then
+    redis.call('del', marker_key) -- the turn it was promised is taken
 end
 return {1, holds, int64_reply(token or '0')}

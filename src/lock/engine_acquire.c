@@ -41,9 +41,9 @@ static void acquire_send(lock_op *op) {
     settle_unsure_release(h);
     dlock__lock_view v = dlock__view_of(l, h, op->lease_ms);
     v.once = op->wait_ms == 0;
+    v.attempts = ++op->attempts;
     dlock__args a = {0};
     int nkeys = l->kind->acquire_args(&v, &a);
-    op->attempts++;
     op->sent_ms = dlock__now_ms();
     int rc =
         dlock__script_acked(l->client, l->kind->acquire_script, DLOCK__CMD_RETRY_SAFE,

@@ -41,7 +41,8 @@ typedef struct dlock__lock_view {
     int64_t believed;      /* the owner's holds as the client knows them */
     int64_t lease_ms;      /* the lease to set, ms (the watchdog's when held with it) */
     bool once;             /* acquire: a single attempt (wait 0): it will not wait in line */
-    int attempts;          /* acquire: attempts of this wait sent so far, 1 for the first */
+    int attempts;          /* acquire: attempts of this wait sent so far, 1 for the first
+                              (acquire_args: this one included) */
     void *data;            /* the kind's own per-handle data (its key names) */
 } dlock__lock_view;
 

@@ -6,21 +6,43 @@
  *   N                              hash: "<client-id>:<owner>" -> hold count; PEXPIRE = lease
  *   redisson_lock__channel:{N}     channel; "0" is published when the lock is freed
  *   redisson_lock_token:{N}        fenced lock: string counter, INCR per acquisition, no TTL
+ *   {N}:handoff                    dlock only: string, the owner field of the waiter the
+ *                                  next turn is promised to; PEXPIRE = HANDOFF_MARKER_MS
  * Scripts beside this file: acquire.lua, release.lua, force_release.lua; the watchdog
  * renews with the core's renew_hash.lua. (set_lease.lua and raise_token.lua serve the
- * composites, member.h.) */
+ * composites, member.h.)
+ *
+ * The hand-off (acquire.lua tells the rule): a waiter whose attempts have found the lock
+ * taken HANDOFF_AFTER_ATTEMPTS times, so that at least one release went to somebody else
+ * (or it has waited through one whole hold), claims the next turn; newcomers then queue
+ * behind it. A try without waiting never claims. The marker lives HANDOFF_MARKER_MS from
+ * its owner's latest busy attempt: far longer than a woken waiter takes to come (one
+ * message and one round trip), short enough that a waiter that died holds nobody back for
+ * long. */
 #include "dlock_object.h"
 #include "lock_engine.h"
 
-/* acquire.lua: KEYS N [token key]; ARGV lease, field, believed holds */
+#define HANDOFF_AFTER_ATTEMPTS 2
+#define HANDOFF_MARKER_MS 100
+
+/* Whether the owner claims the next turn should this attempt find the lock busy. */
+static bool claims_turn(const dlock__lock_view *v) {
+    return !v->once && v->attempts >= HANDOFF_AFTER_ATTEMPTS;
+}
+
+/* acquire.lua: KEYS N [token key] marker; ARGV lease, field, believed holds, claims,
+ * the marker's lifetime */
 static int acquire_args(const dlock__lock_view *v, dlock__args *a) {
     dlock__args_str(a, v->name);
     if (v->token_key)
         dlock__args_str(a, v->token_key);
+    dlock__args_str(a, v->data); /* the marker */
     int nkeys = a->n;
     dlock__args_int(a, v->lease_ms);
     dlock__args_str(a, v->field);
     dlock__args_int(a, v->believed);
+    dlock__args_int(a, claims_turn(v));
+    dlock__args_int(a, HANDOFF_MARKER_MS);
     return nkeys;
 }
 
@@ -41,6 +63,15 @@ static int force_args(const dlock__lock_view *v, dlock__args *a) {
     return 2;
 }
 
+/* The kind's data: the marker's name, {N}:handoff (N:handoff when N holds a hash tag). */
+static void *marker_new(const char *name) {
+    return dlock__name_suffixed(name, "handoff");
+}
+
+static void marker_free(void *marker) {
+    dlock__free(marker);
+}
+
 static const dlock__lock_kind reentrant_kind = {
     .what = "lock",
     .acquire_script = DLOCK__SCRIPT_LOCK_ACQUIRE,
@@ -51,6 +82,8 @@ static const dlock__lock_kind reentrant_kind = {
     .force_args = force_args,
     .renew_script = DLOCK__SCRIPT_CORE_RENEW_HASH,
     .wake_count = dlock__wake_one, /* a freed lock lets one waiter of each client in */
+    .data_new = marker_new,
+    .data_free = marker_free,
 };
 
 int dlock_lock_new(dlock_client *c, const char *name, dlock_lock **out) {
