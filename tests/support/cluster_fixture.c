@@ -23,6 +23,7 @@
 
 struct cluster_fixture {
     char *requirepass;
+    tls_certs *certs; /* NULL: plain TCP */
     redis_fixture *nodes[CLUSTER_FIXTURE_NODES];
     int ports[CLUSTER_FIXTURE_NODES];
     char ids[CLUSTER_FIXTURE_NODES][41];
@@ -36,28 +37,56 @@ static bool in_range(const cluster_fixture *f, int i) {
 
 /* ---- nodes --------------------------------------------------------------------------------- */
 
+/* Node i on TLS only (tls_fixture picks and retries its TLS port), or on plain TCP. */
+static int start_node_on(cluster_fixture *f, int i, const char *const *args) {
+    redis_fixture_opts o = {
+        .tcp = f->certs == NULL, .requirepass = f->requirepass, .extra_args = args};
+    if (f->certs != NULL)
+        return tls_certs_start_server(f->certs, "no", &o, &f->nodes[i], &f->ports[i]);
+    if (redis_fixture_start(&o, &f->nodes[i]) != 0)
+        return -1;
+    f->ports[i] = redis_fixture_port(f->nodes[i]);
+    return 0;
+}
+
+#define NODE_ARGS_MAX 20
+
+/* The redis-server words of a cluster node with its bus on `bus_port`, in `args`. */
+static void node_args(const cluster_fixture *f, const char *bus_port,
+                      const char *args[NODE_ARGS_MAX]) {
+    size_t n = 0;
+    const char *cluster[] = {"--cluster-enabled",
+                             "yes",
+                             "--cluster-config-file",
+                             "nodes.conf", /* in its own --dir */
+                             "--cluster-node-timeout",
+                             "1000",
+                             "--cluster-port",
+                             bus_port,
+                             "--repl-diskless-sync-delay",
+                             "0"};
+    for (size_t k = 0; k < sizeof cluster / sizeof cluster[0]; k++)
+        args[n++] = cluster[k];
+    if (f->certs != NULL) { /* the bus and replication too; the map then names TLS ports */
+        const char *tls[] = {"--tls-cluster", "yes", "--tls-replication", "yes"};
+        for (size_t k = 0; k < sizeof tls / sizeof tls[0]; k++)
+            args[n++] = tls[k];
+    }
+    if (f->requirepass != NULL) {
+        args[n++] = "--masterauth";
+        args[n++] = f->requirepass;
+    }
+    args[n] = NULL;
+}
+
 static int start_node(cluster_fixture *f, int i) {
     for (int attempt = 1; attempt <= NODE_START_ATTEMPTS; attempt++) {
         char bus_port[16];
         snprintf(bus_port, sizeof bus_port, "%d", topo_free_port());
-        const char *args[] = {"--cluster-enabled",
-                              "yes",
-                              "--cluster-config-file",
-                              "nodes.conf", /* in the node's own --dir */
-                              "--cluster-node-timeout",
-                              "1000",
-                              "--cluster-port",
-                              bus_port,
-                              "--repl-diskless-sync-delay",
-                              "0",
-                              f->requirepass ? "--masterauth" : NULL,
-                              f->requirepass,
-                              NULL};
-        redis_fixture_opts o = {.tcp = true, .requirepass = f->requirepass, .extra_args = args};
-        if (redis_fixture_start(&o, &f->nodes[i]) == 0) {
-            f->ports[i] = redis_fixture_port(f->nodes[i]);
+        const char *args[NODE_ARGS_MAX];
+        node_args(f, bus_port, args);
+        if (start_node_on(f, i, args) == 0)
             return 0;
-        }
         fprintf(stderr, "cluster_fixture: node %d did not start (bus port %s), retrying\n", i,
                 bus_port);
     }
@@ -201,6 +230,20 @@ int cluster_fixture_slot_of_key(cluster_fixture *f, const char *key) {
     return -1;
 }
 
+int cluster_fixture_node_of_key(cluster_fixture *f, const char *key) {
+    return cluster_fixture_node_of_slot(f, cluster_fixture_slot_of_key(f, key));
+}
+
+bool cluster_fixture_shard_subscribed(cluster_fixture *f, int i, const char *name) {
+    if (!in_range(f, i) || !redis_fixture_running(f->nodes[i]))
+        return false;
+    redisReply *r = redis_fixture_cmd(f->nodes[i], "PUBSUB SHARDCHANNELS *{%s}*", name);
+    bool yes = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements > 0;
+    if (r != NULL)
+        freeReplyObject(r);
+    return yes;
+}
+
 /* ---- waiting ------------------------------------------------------------------------------- */
 
 static bool node_ready(cluster_fixture *f, int i) {
@@ -233,7 +276,7 @@ int cluster_fixture_wait_ok(cluster_fixture *f, int64_t timeout_ms) {
 /* ---- start and stop ------------------------------------------------------------------------ */
 
 static int create_cluster(cluster_fixture *f) {
-    char *argv[CLUSTER_FIXTURE_NODES + 10];
+    char *argv[CLUSTER_FIXTURE_NODES + 13];
     char addrs[CLUSTER_FIXTURE_NODES][32];
     size_t n = 0;
     argv[n++] = "redis-cli";
@@ -241,6 +284,11 @@ static int create_cluster(cluster_fixture *f) {
         argv[n++] = "--no-auth-warning";
         argv[n++] = "-a";
         argv[n++] = f->requirepass;
+    }
+    if (f->certs != NULL) {
+        argv[n++] = "--tls";
+        argv[n++] = "--cacert";
+        argv[n++] = (char *)tls_certs_ca(f->certs);
     }
     argv[n++] = "--cluster";
     argv[n++] = "create";
@@ -304,7 +352,7 @@ int cluster_fixture_start(const cluster_fixture_opts *o, cluster_fixture **out) 
         abort();
     if (o != NULL && o->requirepass != NULL && *o->requirepass != '\0')
         f->requirepass = topo_asprintf("%s", o->requirepass);
-    if (bring_up(f) != 0) {
+    if ((o != NULL && o->tls && tls_certs_make(&f->certs) != 0) || bring_up(f) != 0) {
         fprintf(stderr, "cluster_fixture: could not start the cluster\n");
         cluster_fixture_stop(f);
         return -1;
@@ -318,6 +366,7 @@ void cluster_fixture_stop(cluster_fixture *f) {
         return;
     for (int i = 0; i < CLUSTER_FIXTURE_NODES; i++)
         redis_fixture_stop(f->nodes[i]);
+    tls_certs_free(f->certs);
     free(f->requirepass);
     free(f->hosts);
     free(f->log);
@@ -332,6 +381,10 @@ const char *cluster_fixture_hosts(const cluster_fixture *f) {
 
 redis_fixture *cluster_fixture_node(cluster_fixture *f, int i) {
     return in_range(f, i) ? f->nodes[i] : NULL;
+}
+
+tls_certs *cluster_fixture_certs(cluster_fixture *f) {
+    return f ? f->certs : NULL;
 }
 
 int cluster_fixture_port(const cluster_fixture *f, int i) {

@@ -9,6 +9,13 @@
  * assigned, and every replica's link to its master is up. Which node ends up master is
  * redis-cli's choice: ask cluster_fixture_is_master() / cluster_fixture_node_of_slot().
  *
+ * With opts.tls the nodes speak TLS only, with certificates of tls_fixture.h (made at start,
+ * removed at stop): each listens on a TLS port (--tls-port, --port 0) with --tls-cluster yes
+ * and --tls-replication yes, so the cluster bus, replication and MIGRATE are TLS too and the
+ * slot map (CLUSTER SLOTS, MOVED) names the TLS ports. Each node keeps its plain unix socket,
+ * so the admin calls below (and redis_fixture_cmd on cluster_fixture_node) work as without
+ * TLS; cluster_fixture_port and cluster_fixture_hosts give the TLS ports.
+ *
  * Every process is stopped by pid, also when a test fails (redis_fixture's cleanup).
  *
  * Threads: the query calls may be made from several threads; start, stop, kill and migrate
@@ -21,6 +28,7 @@
 #include <stdint.h>
 
 #include "redis_fixture.h"
+#include "tls_fixture.h"
 
 #define CLUSTER_FIXTURE_NODES 6
 #define CLUSTER_FIXTURE_SLOTS 16384
@@ -29,6 +37,8 @@ typedef struct cluster_fixture_opts {
     /* --requirepass and --masterauth on every node (no whitespace or quotes). NULL or "":
      * none. */
     const char *requirepass;
+    /* every node on TLS only, as described above. false: plain TCP. */
+    bool tls;
 } cluster_fixture_opts;
 
 typedef struct cluster_fixture cluster_fixture;
@@ -48,6 +58,9 @@ const char *cluster_fixture_hosts(const cluster_fixture *f);
 redis_fixture *cluster_fixture_node(cluster_fixture *f, int i);
 /* Node i's client port on 127.0.0.1, -1 if out of range. */
 int cluster_fixture_port(const cluster_fixture *f, int i);
+/* The certificates the nodes use (CA, server, client, wrong CA: tls_fixture.h), NULL unless
+ * opts.tls. Owned by `f`. */
+tls_certs *cluster_fixture_certs(cluster_fixture *f);
 /* Node i's 40-character cluster id (CLUSTER MYID at start). Owned by `f`. */
 const char *cluster_fixture_node_id(const cluster_fixture *f, int i);
 /* Node i's role as node i itself says (ROLE): true for a master. false if it does not answer. */
@@ -58,6 +71,12 @@ int cluster_fixture_slot_of_key(cluster_fixture *f, const char *key);
 /* The node that serves `slot` according to the first running node that answers (CLUSTER
  * NODES), or -1. */
 int cluster_fixture_node_of_slot(cluster_fixture *f, int slot);
+
+/* The node that serves `key`'s slot (the two calls above), or -1. */
+int cluster_fixture_node_of_key(cluster_fixture *f, const char *key);
+/* Whether node i has a subscriber on some shard channel of the object `name` (PUBSUB
+ * SHARDCHANNELS *{name}*: Redisson's channels carry "{name}"). */
+bool cluster_fixture_shard_subscribed(cluster_fixture *f, int i, const char *name);
 
 /* SIGKILLs the master of `slot` (redis_fixture_kill; redis_fixture_restart brings it back
  * and it rejoins as a replica) and waits until every running node names the same other node
