@@ -4,7 +4,8 @@
  * closer, as a Redisson acquisition moves them; a member that is not in line keeps its score;
  * and the commands the acquisition runs do not grow with the line (up to 128 members the
  * sorted set is a listpack, where a ZSCORE and a ZINCRBY per waiter made each hand-off cost
- * O(waiters^2): 64 waiters, 2x the hand-off time). Helpers: tests/support/fairlock_helpers.h.
+ * O(waiters^2): 64 waiters, 2x the hand-off time); a release, which reads only the front of
+ * the line, still drops a dead waiter at its back. Helpers: tests/support/fairlock_helpers.h.
  * The test starts its own server. */
 #include "fairlock_helpers.h"
 
@@ -76,10 +77,38 @@ test_first_in_line_takes_it_and_everyone_behind_moves_redisson_wait_closer(void 
     redis_fixture_stop(f);
 }
 
+/* A release looks at the front of the line only (the first waiter to wake), yet still drops
+ * a dead dlock waiter wherever it stands: here the last of a long line. */
+static void test_release_drops_a_dead_waiter_at_the_back_of_a_long_line(void **state) {
+    (void)state;
+    test_watchdog_arm(BUDGET_S, __func__);
+    redis_fixture *f = start_server();
+    dlock_client *c = connect_client(f);
+    dlock_lock *l = new_fair(c, "chain");
+    ASSERT_RC(dlock_lock_acquire(l, 30000), DLOCK_OK);
+    long long now = server_now_ms(f);
+    char field[CHAIN_WAITERS][32];
+    for (int i = 0; i < CHAIN_WAITERS; i++) {
+        snprintf(field[i], sizeof(field[i]), "w:%d", i);
+        bool last = i == CHAIN_WAITERS - 1;
+        join_line(f, field[i], now + REDISSON_WAIT_MS * (i + 2),
+                  last ? now - 1 : now + LIVE_FOR_MS);
+    }
+    ASSERT_RC(dlock_lock_release(l), DLOCK_OK);
+    assert_int_equal(queue_len(f, "chain"), CHAIN_WAITERS - 1);
+    assert_int_equal(redisson_score_of(f, "chain", field[CHAIN_WAITERS - 1]), -1);
+    assert_int_equal(deadline_of(f, "chain", field[CHAIN_WAITERS - 1]), -1);
+    assert_int_equal(deadline_of(f, "chain", field[CHAIN_WAITERS - 2]), now + LIVE_FOR_MS);
+    dlock_lock_free(l);
+    dlock_client_free(c);
+    redis_fixture_stop(f);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(
             test_first_in_line_takes_it_and_everyone_behind_moves_redisson_wait_closer),
+        cmocka_unit_test(test_release_drops_a_dead_waiter_at_the_back_of_a_long_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
