@@ -43,6 +43,8 @@ typedef struct dlock__lock_view {
     bool once;             /* acquire: a single attempt (wait 0): it will not wait in line */
     int attempts;          /* acquire: attempts of this wait sent so far, 1 for the first
                               (acquire_args: this one included) */
+    bool first_in_line;    /* acquire: the owner is this client's oldest waiter on the lock's
+                              channel: the one a message wakes first */
     void *data;            /* the kind's own per-handle data (its key names) */
 } dlock__lock_view;
 

@@ -12,12 +12,12 @@
  * renews with the core's renew_hash.lua. (set_lease.lua and raise_token.lua serve the
  * composites, member.h.)
  *
- * The hand-off (acquire.lua tells the rule): a waiter whose attempts have found the lock
- * taken HANDOFF_AFTER_ATTEMPTS times, so that at least one release went to somebody else
- * (or it has waited through one whole hold), claims the next turn; newcomers then queue
- * behind it. A try without waiting never claims. The marker lives HANDOFF_MARKER_MS from
- * its owner's latest busy attempt: far longer than a woken waiter takes to come (one
- * message and one round trip), short enough that a waiter that died holds nobody back for
+ * The hand-off (acquire.lua tells the rule): a client's oldest waiter on the lock whose
+ * attempts have found the lock taken HANDOFF_AFTER_ATTEMPTS times, so that at least one
+ * release went to somebody else (or it has waited through one whole hold), claims the next
+ * turn; newcomers then queue behind it. A try without waiting never claims. The marker lives
+ * HANDOFF_MARKER_MS from its owner's latest busy attempt: far longer than a woken waiter takes to
+ * come (one message and one round trip), short enough that a waiter that died holds nobody back for
  * long. */
 #include "dlock_object.h"
 #include "lock_engine.h"
@@ -25,9 +25,11 @@
 #define HANDOFF_AFTER_ATTEMPTS 2
 #define HANDOFF_MARKER_MS 100
 
-/* Whether the owner claims the next turn should this attempt find the lock busy. */
+/* Whether the owner claims the next turn should this attempt find the lock busy. Only a
+ * client's oldest waiter claims: a release's message wakes one waiter per client, the
+ * oldest asleep, so a turn promised to a younger one would find nobody to take it. */
 static bool claims_turn(const dlock__lock_view *v) {
-    return !v->once && v->attempts >= HANDOFF_AFTER_ATTEMPTS;
+    return !v->once && v->attempts >= HANDOFF_AFTER_ATTEMPTS && v->first_in_line;
 }
 
 /* acquire.lua: KEYS N [token key] marker; ARGV lease, field, believed holds, claims,
