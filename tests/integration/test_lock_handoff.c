@@ -4,6 +4,8 @@
  * another owner even when the lock is free, the waiter takes the lock on the next release
  * and the marker goes; a waiter that dies holds nobody back past the marker's lifetime; the
  * lock hash stays Redisson's. Every test starts its own server. */
+#include <limits.h>
+
 #include "kill_helpers.h"
 #include "lock_helpers.h"
 
@@ -48,13 +50,13 @@ static int wait_then_release(void *arg) {
 
 /* ---- the claim and the refused newcomer -------------------------------------------------- */
 
-static void
-test_a_free_lock_promised_to_a_waiter_refuses_newcomers_until_it_takes_it(void **state) {
-    (void)state;
-    test_watchdog_arm(BUDGET_S, __func__);
+/* The claim, the refused newcomer and the turn taken, on a lock or a fenced lock (whose
+ * token still rises: 1 for the holder, 2 for the waiter). */
+static void promised_turn(bool fenced) {
     redis_fixture *f = start_server();
     dlock_client *a = connect_client(f), *b = connect_client(f);
-    dlock_lock *la = new_lock(a, "promised"), *lb = new_lock(b, "promised");
+    dlock_lock *la = fenced ? new_fenced(a, "promised") : new_lock(a, "promised");
+    dlock_lock *lb = fenced ? new_fenced(b, "promised") : new_lock(b, "promised");
     ASSERT_RC(dlock_lock_acquire(la, 30000), DLOCK_OK);
     char holder[128];
     owner_field(a, dlock_thread_owner(), holder, sizeof(holder));
@@ -90,12 +92,27 @@ test_a_free_lock_promised_to_a_waiter_refuses_newcomers_until_it_takes_it(void *
     snprintf(expected, sizeof(expected), "%s=1;", waiter_field);
     assert_string_equal(dump, expected);
     assert_int_equal(redis_fixture_int(f, "EXISTS {promised}:handoff"), 0);
+    assert_int_equal(redis_fixture_int(f, "GET redisson_lock_token:{promised}"),
+                     fenced ? 2 : LLONG_MIN);
     free(claimed);
     dlock_lock_free(la);
     dlock_lock_free(lb);
     dlock_client_free(a);
     dlock_client_free(b);
     redis_fixture_stop(f);
+}
+
+static void
+test_a_free_lock_promised_to_a_waiter_refuses_newcomers_until_it_takes_it(void **state) {
+    (void)state;
+    test_watchdog_arm(BUDGET_S, __func__);
+    promised_turn(false);
+}
+
+static void test_a_fenced_lock_promised_to_a_waiter_gives_it_the_next_token(void **state) {
+    (void)state;
+    test_watchdog_arm(BUDGET_S, __func__);
+    promised_turn(true);
 }
 
 /* ---- a tight loop of another client ------------------------------------------------------ */
@@ -222,6 +239,7 @@ static void test_a_try_without_waiting_never_claims_a_turn(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_free_lock_promised_to_a_waiter_refuses_newcomers_until_it_takes_it),
+        cmocka_unit_test(test_a_fenced_lock_promised_to_a_waiter_gives_it_the_next_token),
         cmocka_unit_test(test_a_waiter_gets_the_lock_against_an_owner_that_reacquires_at_once),
         cmocka_unit_test_teardown(test_a_killed_waiter_holds_nobody_back_past_the_markers_lifetime,
                                   kill_children),
