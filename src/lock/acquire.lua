@@ -2,9 +2,11 @@
 -- acquire.lua — take the lock (a hold more), or say how long its holder keeps it.
 --
 -- KEYS[1]  the lock hash N: owner field -> hold count (Redisson RLock)
--- KEYS[2]  fenced lock only: the token counter redisson_lock_token:{N}
--- KEYS[#KEYS]  with ARGV[4] only: the hand-off marker {N}:handoff (dlock's own): a string,
---          the owner field of the waiter the free lock is promised to; PEXPIRE ARGV[5]
+-- KEYS[2]  with ARGV[4] only: the hand-off marker, undeclared in a Cluster like a channel
+--          (below): {N}:handoff (dlock's own), a string, the owner field of the waiter the
+--          free lock is promised to; PEXPIRE ARGV[5]
+-- KEYS[3]  fenced lock only (KEYS[2] without ARGV[4]): the token counter
+--          redisson_lock_token:{N}
 -- ARGV[1]  the lease to set, ms
 -- ARGV[2]  the owner field, <client-id>:<owner>
 -- ARGV[3]  the hold count the client believes this owner has before this acquire
@@ -29,6 +31,12 @@
 -- more than its lifetime: a waiter that died or gave up holds nobody back after that.
 -- Reentrant acquisitions (the owner holds the lock already) never look at the marker.
 -- Redisson's clients and dlock's spin lock know no marker: they take a free lock as ever.
+-- The marker is a fairness hint, never what mutual exclusion rests on: in a Cluster it is
+-- passed undeclared, and its commands go through pcall, because during a slot migration
+-- a declared key that is usually absent would make every acquire wait out the migration
+-- (TRYAGAIN), and an undeclared one the old owner lacks is refused as not local. Then
+-- there is no marker until the migration ends, and the lock is as unfair as Redisson's.
+-- A marker of another type is refused like any key of another type.
 --
 -- Applied once even when sent twice: if the owner already has one hold more than the
 -- client believes, this is a resend of an acquire whose reply was lost (or the client
@@ -50,8 +58,8 @@
 -- uses: int64
 
 local claims = ARGV[4]
-local marker_key = claims and KEYS[#KEYS]
-local token_key = (#KEYS == 3 or (#KEYS == 2 and not claims)) and KEYS[2] or nil
+local marker_key = claims and KEYS[2]
+local token_key = (claims and KEYS[3]) or (not claims and KEYS[2]) or nil
 local token
 if token_key then
     token = redis.call('get', token_key) or '0' -- a key of another type fails here
@@ -59,10 +67,16 @@ if token_key then
         return int64_refusal(token_key, token, 'a fencing token')
     end
 end
-local promised = marker_key and redis.call('get', marker_key) -- another type fails here
+local promised = marker_key and redis.pcall('get', marker_key)
+if type(promised) == 'table' then -- refused: of another type, or not here (a migration)
+    if string.find(promised.err, 'WRONGTYPE', 1, true) then
+        return promised
+    end
+    promised, marker_key = false, nil
+end
 local holds = redis.call('hget', KEYS[1], ARGV[2])
 if not holds and redis.call('exists', KEYS[1]) == 1 then
-    if claims == '1' and (not promised or promised == ARGV[2]) then
+    if marker_key and claims == '1' and (not promised or promised == ARGV[2]) then
         redis.call('set', marker_key, ARGV[2], 'px', ARGV[5])
     end
     return {0, redis.call('pttl', KEYS[1])}

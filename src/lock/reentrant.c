@@ -32,13 +32,13 @@ static bool claims_turn(const dlock__lock_view *v) {
     return !v->once && v->attempts >= HANDOFF_AFTER_ATTEMPTS && v->first_in_line;
 }
 
-/* acquire.lua: KEYS N [token key] marker; ARGV lease, field, believed holds, claims,
+/* acquire.lua: KEYS N, marker [, token key]; ARGV lease, field, believed holds, claims,
  * the marker's lifetime */
 static int acquire_args(const dlock__lock_view *v, dlock__args *a) {
     dlock__args_str(a, v->name);
+    dlock__args_str(a, v->data); /* the marker */
     if (v->token_key)
         dlock__args_str(a, v->token_key);
-    dlock__args_str(a, v->data); /* the marker */
     int nkeys = a->n;
     dlock__args_int(a, v->lease_ms);
     dlock__args_str(a, v->field);

@@ -236,6 +236,26 @@ static void test_a_try_without_waiting_never_claims_a_turn(void **state) {
     redis_fixture_stop(f);
 }
 
+/* ---- a marker of another type ------------------------------------------------------------ */
+
+static void test_a_marker_of_another_type_is_refused_and_changes_nothing(void **state) {
+    (void)state;
+    test_watchdog_arm(BUDGET_S, __func__);
+    redis_fixture *f = start_server();
+    dlock_client *a = connect_client(f);
+    dlock_lock *la = new_lock(a, "typed");
+    assert_int_equal(redis_fixture_int(f, "HSET {typed}:handoff x 1"), 1);
+    char *before = db_state(f);
+    ASSERT_WRONGTYPE(dlock_lock_try_acquire(la, 0, 30000));
+    char *after = db_state(f);
+    assert_string_equal(before, after);
+    free(before);
+    free(after);
+    dlock_lock_free(la);
+    dlock_client_free(a);
+    redis_fixture_stop(f);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_free_lock_promised_to_a_waiter_refuses_newcomers_until_it_takes_it),
@@ -244,6 +264,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_a_killed_waiter_holds_nobody_back_past_the_markers_lifetime,
                                   kill_children),
         cmocka_unit_test(test_a_try_without_waiting_never_claims_a_turn),
+        cmocka_unit_test(test_a_marker_of_another_type_is_refused_and_changes_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
