@@ -32,7 +32,8 @@
 -- Reentrant acquisitions (the owner holds the lock already) never look at the marker.
 -- Redisson's clients and dlock's spin lock know no marker: they take a free lock as ever.
 -- The marker is a fairness hint, never what mutual exclusion rests on: in a Cluster it is
--- passed undeclared, and its commands go through pcall, because during a slot migration
+-- passed undeclared and read through pcall (it is written only after a read that worked,
+-- on the same node), because during a slot migration
 -- a declared key that is usually absent would make every acquire wait out the migration
 -- (TRYAGAIN), and an undeclared one the old owner lacks is refused as not local. Then
 -- there is no marker until the migration ends, and the lock is as unfair as Redisson's.
