@@ -11,7 +11,8 @@
 -- ARGV[2]  the owner field, <client-id>:<owner>
 -- ARGV[3]  the hold count the client believes this owner has before this acquire
 -- ARGV[4]  optional: 1 if this owner has waited past the bound (it claims the next turn
---          should the lock be busy), 0 if not; absent: no marker is read or written
+--          should the lock be busy), 0 if not, - for no marker (a Cluster: KEYS[2] is
+--          passed, never touched); absent: no marker, and KEYS[2] is the token counter
 -- ARGV[5]  with ARGV[4]: the marker's lifetime, ms
 -- Reply    {1, holds, token}  acquired: the owner's hold count now and, for a fenced
 --                             lock, the token of this acquisition (0 otherwise): an
@@ -31,13 +32,12 @@
 -- more than its lifetime: a waiter that died or gave up holds nobody back after that.
 -- Reentrant acquisitions (the owner holds the lock already) never look at the marker.
 -- Redisson's clients and dlock's spin lock know no marker: they take a free lock as ever.
--- The marker is a fairness hint, never what mutual exclusion rests on: in a Cluster it is
--- passed undeclared and read through pcall (it is written only after a read that worked,
--- on the same node), because during a slot migration
--- a declared key that is usually absent would make every acquire wait out the migration
--- (TRYAGAIN), and an undeclared one the old owner lacks is refused as not local. Then
--- there is no marker until the migration ends, and the lock is as unfair as Redisson's.
--- A marker of another type is refused like any key of another type.
+-- The marker is a fairness hint, never what mutual exclusion rests on. A Cluster client
+-- passes it undeclared and does not use it (ARGV[4] -): declared, a key that is usually
+-- absent makes every acquire wait out a slot migration (TRYAGAIN); undeclared, one
+-- written on the importing node while the old one still has it stops the migration
+-- (MIGRATE: BUSYKEY). It is read through pcall all the same, so a marker out of reach is
+-- no marker. A marker of another type is refused like any key of another type.
 --
 -- Applied once even when sent twice: if the owner already has one hold more than the
 -- client believes, this is a resend of an acquire whose reply was lost (or the client
@@ -59,7 +59,7 @@
 -- uses: int64
 
 local claims = ARGV[4]
-local marker_key = claims and KEYS[2]
+local marker_key = claims and claims ~= '-' and KEYS[2]
 local token_key = (claims and KEYS[3]) or (not claims and KEYS[2]) or nil
 local token
 if token_key then

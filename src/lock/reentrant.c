@@ -18,12 +18,20 @@
  * turn; newcomers then queue behind it. A try without waiting never claims. The marker lives
  * HANDOFF_MARKER_MS from its owner's latest busy attempt: far longer than a woken waiter takes to
  * come (one message and one round trip), short enough that a waiter that died holds nobody back for
- * long. */
+ * long. A Cluster client does not use the marker (acquire.lua says why). */
+#include <string.h>
+
 #include "dlock_object.h"
 #include "lock_engine.h"
 
 #define HANDOFF_AFTER_ATTEMPTS 2
 #define HANDOFF_MARKER_MS 100
+
+/* A Cluster client leaves the marker alone (acquire.lua says why). The client's endpoint
+ * key is "cluster:..." for a Cluster URL and only then (client.c). */
+static bool in_cluster(const dlock__lock_view *v) {
+    return strncmp(dlock__client_endpoint(v->client), "cluster:", 8) == 0;
+}
 
 /* Whether the owner claims the next turn should this attempt find the lock busy. Only a
  * client's oldest waiter claims: a release's message wakes one waiter per client, the
@@ -43,7 +51,10 @@ static int acquire_args(const dlock__lock_view *v, dlock__args *a) {
     dlock__args_int(a, v->lease_ms);
     dlock__args_str(a, v->field);
     dlock__args_int(a, v->believed);
-    dlock__args_int(a, claims_turn(v));
+    if (in_cluster(v))
+        dlock__args_str(a, "-");
+    else
+        dlock__args_int(a, claims_turn(v));
     dlock__args_int(a, HANDOFF_MARKER_MS);
     return nkeys;
 }
