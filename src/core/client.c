@@ -48,6 +48,10 @@ int64_t dlock__client_fair_wait_ms(const dlock_client *c) {
     return c->opts.fair_wait_ms;
 }
 
+bool dlock__client_is_cluster(const dlock_client *c) {
+    return c->cluster != NULL;
+}
+
 const char *dlock__client_endpoint(const dlock_client *c) {
     return c->endpoint_key;
 }

@@ -80,6 +80,9 @@ int64_t dlock__client_fair_wait_ms(const dlock_client *c);
  * serves key (the master a Sentinel named; in Cluster the owner of key's slot), or "not
  * connected". Never credentials. Loop thread only. Returns buf. */
 const char *dlock__client_node_of(dlock_client *c, const char *key, char *buf, size_t size);
+/* True for a client of a redis-cluster:// URL (whatever a primitive must do otherwise
+ * there: the lock's hand-off marker is not used). */
+bool dlock__client_is_cluster(const dlock_client *c);
 /* A line for the application's log_cb (log.c); nothing when it set none. Any layer. */
 void dlock__log(dlock_client *c, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -433,6 +436,10 @@ int64_t dlock__deadline_ms(int64_t wait_ms);
  * hint (ms until the object may free itself, e.g. the holder's TTL; -1 none), or an error
  * (the wait ends with it). */
 void dlock__wait_result(dlock__waiter *w, int status, int64_t hint_ms);
+
+/* True when w is the oldest of this client's waits on its channel (a message wakes the
+ * oldest first): the one whose attempt a primitive may let speak for the client. */
+bool dlock__wait_first_in_line(const dlock__waiter *w);
 
 /* End the wait early: done(DLOCK_ECANCELED) follows, after an attempt in flight has
  * answered (done(DLOCK_OK) if that attempt obtained it). */

@@ -401,6 +401,10 @@ void dlock__wait_result(dlock__waiter *w, int status, int64_t hint_ms) {
     sleep_until_woken(w, W_SLEEPING, hint_ms);
 }
 
+bool dlock__wait_first_in_line(const dlock__waiter *w) {
+    return w->queue && !w->prev;
+}
+
 void dlock__wait_cancel(dlock__waiter *w) {
     if (w->state == W_DONE || w->canceled)
         return;

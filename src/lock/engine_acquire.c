@@ -42,8 +42,7 @@ static void acquire_send(lock_op *op) {
     dlock__lock_view v = dlock__view_of(l, h, op->lease_ms);
     v.once = op->wait_ms == 0;
     v.attempts = ++op->attempts;
-    /* the head of the client's queue on the channel (wait.c keeps it oldest first) */
-    v.first_in_line = op->waiter.queue && !op->waiter.prev;
+    v.first_in_line = dlock__wait_first_in_line(&op->waiter);
     dlock__args a = {0};
     int nkeys = l->kind->acquire_args(&v, &a);
     op->sent_ms = dlock__now_ms();

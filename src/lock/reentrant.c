@@ -19,7 +19,6 @@
  * HANDOFF_MARKER_MS from its owner's latest busy attempt: far longer than a woken waiter takes to
  * come (one message and one round trip), short enough that a waiter that died holds nobody back for
  * long. A Cluster client does not use the marker (acquire.lua says why). */
-#include <string.h>
 
 #include "dlock_object.h"
 #include "lock_engine.h"
@@ -27,10 +26,9 @@
 #define HANDOFF_AFTER_ATTEMPTS 2
 #define HANDOFF_MARKER_MS 100
 
-/* A Cluster client leaves the marker alone (acquire.lua says why). The client's endpoint
- * key is "cluster:..." for a Cluster URL and only then (client.c). */
+/* A Cluster client leaves the marker alone (acquire.lua says why). */
 static bool in_cluster(const dlock__lock_view *v) {
-    return strncmp(dlock__client_endpoint(v->client), "cluster:", 8) == 0;
+    return dlock__client_is_cluster(v->client);
 }
 
 /* Whether the owner claims the next turn should this attempt find the lock busy. Only a
