@@ -144,8 +144,9 @@ static char *sharded_text(const dlock__script_source *src) {
 /* The KEYS of a script that are no stored keys, as its header says: every script lists its
  * KEYS in its header comment, one "-- KEYS[i]  <what it is>" line each, and a channel's or
  * a key base's line says so ("its channel redisson_lock__channel:{N}", "the key base
- * {N}"). So a new script's header is all a Cluster client needs to know; tests/unit checks
- * the scripts of today against what they do. Bit i: KEYS[i]. */
+ * {N}"), as does a key a script may leave alone ("undeclared in a Cluster"). So a new script's
+ * header is all a Cluster client needs to know; tests/unit checks the scripts of today against what
+ * they do. Bit i: KEYS[i]. */
 unsigned dlock__script_unstored_keys(enum dlock__script_id id) {
     unsigned positions = 0;
     for (const char *line = dlock__scripts[id].text; line; line = strchr(line, '\n')) {
@@ -156,7 +157,8 @@ unsigned dlock__script_unstored_keys(enum dlock__script_id id) {
         size_t len = strcspn(line, "\n");
         char what[160];
         snprintf(what, sizeof(what), "%.*s", (int)(len - (size_t)at), line + at);
-        if (strstr(what, "channel") || strstr(what, "key base"))
+        if (strstr(what, "channel") || strstr(what, "key base") ||
+            strstr(what, "undeclared in a Cluster"))
             positions |= 1u << k;
     }
     return positions;

@@ -25,6 +25,7 @@
 
 #include "dlock/lock.h"
 #include "dlock_int.h"
+#include "dlock_object.h"
 #include "lock/lock_engine.h"
 
 typedef struct fair_keys {
@@ -99,24 +100,14 @@ static char *waiter_channel(const dlock__lock_view *v) {
     return s;
 }
 
-static void ignore_reply(dlock_client *c, int status, const dlock__reply *reply, int sends,
-                         void *arg) {
-    (void)sends;
-    (void)c;
-    (void)reply;
-    (void)arg;
-    if (status != DLOCK_OK)
-        dlock__log(c, DLOCK_LOG_WARN, "fair lock: leaving the queue failed: %s",
-                   dlock_strerror(status));
-}
-
 /* Out of line at once, so the waiter behind is not kept waiting for our deadline. If this
  * fails (Redis unreachable), the deadline drops us within fair_wait_ms anyway. */
 static void gave_up(const dlock__lock_view *v) {
     dlock__args a = {0};
     int nkeys = fair_args(v, &a, "leave");
-    dlock__script(v->client, DLOCK__SCRIPT_FAIRLOCK_FAIR, DLOCK__CMD_RETRY_SAFE, ignore_reply, NULL,
-                  nkeys, a.n, a.v, a.len);
+    dlock__script(v->client, DLOCK__SCRIPT_FAIRLOCK_FAIR, DLOCK__CMD_RETRY_SAFE,
+                  dlock__ignore_reply, (void *)"fair lock: leaving the queue", nkeys, a.n, a.v,
+                  a.len);
 }
 
 /* Only the first in line is woken, on its own channel: the message is for it. */

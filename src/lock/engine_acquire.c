@@ -174,6 +174,8 @@ void dlock__acquire_done(dlock__waiter *w, int status) {
         dlock__hold_unwatch(h); /* nothing held: nothing to renew */
     if (status != DLOCK_OK && l->kind->gave_up) {
         dlock__lock_view v = dlock__view_of(l, h, op->lease_ms);
+        v.once = op->wait_ms == 0;
+        v.attempts = op->attempts; /* what the wait may have claimed */
         l->kind->gave_up(&v);
     }
     if (status == DLOCK_ETIMEDOUT && !op->op.error_text[0]) /* else: too few replicas */

@@ -72,7 +72,8 @@ typedef struct dlock__lock_kind {
      * doubling with v->attempts). */
     int64_t (*busy_hint)(const dlock__lock_view *v, int64_t pttl);
     /* Optional: the owner stopped waiting without the lock (timed out, canceled, failed):
-     * e.g. leave a queue. Fire and forget. */
+     * e.g. leave a queue, take back a claim. Fire and forget, queued before anything the
+     * owner sends next. v->once and v->attempts are the wait's. */
     void (*gave_up)(const dlock__lock_view *v);
     /* Optional: appended to "<client-id>:<owner>" to make the owner's field (the
      * read-write lock's writer is "<client-id>:<owner>:write"). At most 15 bytes. */

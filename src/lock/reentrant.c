@@ -83,6 +83,19 @@ static void marker_free(void *marker) {
     dlock__free(marker);
 }
 
+/* The owner stopped waiting: if its wait may have claimed the next turn, it takes the claim
+ * back (handoff_drop.lua), before anything it sends next. */
+static void gave_up(const dlock__lock_view *v) {
+    if (in_cluster(v) || v->once || v->attempts < HANDOFF_AFTER_ATTEMPTS)
+        return;
+    dlock__args a = {0};
+    dlock__args_str(&a, v->data); /* the marker */
+    dlock__args_str(&a, v->field);
+    dlock__script(v->client, DLOCK__SCRIPT_LOCK_HANDOFF_DROP, DLOCK__CMD_RETRY_SAFE,
+                  dlock__ignore_reply, (void *)"lock: taking back a hand-off claim", 1, a.n, a.v,
+                  a.len);
+}
+
 static const dlock__lock_kind reentrant_kind = {
     .what = "lock",
     .acquire_script = DLOCK__SCRIPT_LOCK_ACQUIRE,
@@ -93,6 +106,7 @@ static const dlock__lock_kind reentrant_kind = {
     .force_args = force_args,
     .renew_script = DLOCK__SCRIPT_CORE_RENEW_HASH,
     .wake_count = dlock__wake_one, /* a freed lock lets one waiter of each client in */
+    .gave_up = gave_up,
     .data_new = marker_new,
     .data_free = marker_free,
 };

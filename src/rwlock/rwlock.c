@@ -27,6 +27,7 @@
 #include "dlock/lock.h"
 #include "dlock/rwlock.h"
 #include "dlock_int.h"
+#include "dlock_object.h"
 #include "lock/lock_engine.h"
 
 struct dlock_rwlock {
@@ -115,23 +116,13 @@ static char *waiter_channel(const dlock__lock_view *v) {
     return dlock__strdup(((const rw_keys *)v->data)->channel);
 }
 
-static void ignore_reply(dlock_client *c, int status, const dlock__reply *reply, int sends,
-                         void *arg) {
-    (void)sends;
-    (void)reply;
-    (void)arg;
-    if (status != DLOCK_OK)
-        dlock__log(c, DLOCK_LOG_WARN, "read-write lock: a writer leaving the line failed: %s",
-                   dlock_strerror(status));
-}
-
 /* A writer that stops waiting lets the readers it held back in at once (if this fails,
  * its deadline lets them in within fair_wait_ms). */
 static void writer_gave_up(const dlock__lock_view *v) {
     dlock__args a = {0};
     int nkeys = rw_args(v, &a, "leave");
-    dlock__script(v->client, DLOCK__SCRIPT_RWLOCK_RW, DLOCK__CMD_RETRY_SAFE, ignore_reply, NULL,
-                  nkeys, a.n, a.v, a.len);
+    dlock__script(v->client, DLOCK__SCRIPT_RWLOCK_RW, DLOCK__CMD_RETRY_SAFE, dlock__ignore_reply,
+                  (void *)"read-write lock: a writer leaving the line", nkeys, a.n, a.v, a.len);
 }
 
 /* Both halves share each client's waiters on the channel: a message wakes them all (a

@@ -236,6 +236,35 @@ static void test_a_try_without_waiting_never_claims_a_turn(void **state) {
     redis_fixture_stop(f);
 }
 
+/* A waiter that claimed the next turn and then gave up takes its claim back: the lock it
+ * leaves free is anybody's at once, not refused for the marker's lifetime. */
+static void test_a_waiter_that_gave_up_takes_its_claim_back(void **state) {
+    (void)state;
+    test_watchdog_arm(BUDGET_S, __func__);
+    redis_fixture *f = start_server();
+    dlock_client *a = connect_client(f), *b = connect_client(f);
+    dlock_lock *la = new_lock(a, "left"), *lb = new_lock(b, "left");
+    ASSERT_RC(dlock_lock_acquire(la, 30000), DLOCK_OK);
+    waiter w = {.l = lb, .wait_ms = 60000};
+    blocking_call_start(&w.call, wait_for_lock, &w);
+    free(marker_claimed(f, "{left}:handoff"));
+    /* the wait ends without the lock: freeing its handle cancels it */
+    dlock_lock_free(lb);
+    ASSERT_RC(blocking_call_join(&w.call), DLOCK_ECANCELED);
+    ASSERT_RC(dlock_lock_release(la), DLOCK_OK);
+    /* another owner of the same client: its try follows the taking back on b's connection
+     * (commands leave in order), well within the marker's 100 ms */
+    dlock_lock *other = new_lock(b, "left");
+    ASSERT_RC(dlock_lock_try_acquire(other, 0, 30000), DLOCK_OK);
+    assert_int_equal(redis_fixture_int(f, "EXISTS {left}:handoff"), 0);
+    ASSERT_RC(dlock_lock_release(other), DLOCK_OK);
+    dlock_lock_free(other);
+    dlock_lock_free(la);
+    dlock_client_free(a);
+    dlock_client_free(b);
+    redis_fixture_stop(f);
+}
+
 /* ---- a marker of another type ------------------------------------------------------------ */
 
 static void test_a_marker_of_another_type_is_refused_and_changes_nothing(void **state) {
@@ -264,6 +293,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_a_killed_waiter_holds_nobody_back_past_the_markers_lifetime,
                                   kill_children),
         cmocka_unit_test(test_a_try_without_waiting_never_claims_a_turn),
+        cmocka_unit_test(test_a_waiter_that_gave_up_takes_its_claim_back),
         cmocka_unit_test(test_a_marker_of_another_type_is_refused_and_changes_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
