@@ -11,8 +11,10 @@
 -- ARGV[2]  the owner field, <client-id>:<owner>
 -- ARGV[3]  the hold count the client believes this owner has before this acquire
 -- ARGV[4]  optional: 1 if this owner has waited past the bound (it claims the next turn
---          should the lock be busy), 0 if not, - for no marker (a Cluster: KEYS[2] is
---          passed, never touched); absent: no marker, and KEYS[2] is the token counter
+--          should the lock be busy), 2 for its wait's last attempt (should the lock be
+--          busy it leaves: a claim of its own is taken back), 0 if neither, - for no
+--          marker (a Cluster: KEYS[2] is passed, never touched); absent: no marker, and
+--          KEYS[2] is the token counter
 -- ARGV[5]  with ARGV[4]: the marker's lifetime, ms
 -- Reply    {1, holds, token}  acquired: the owner's hold count now and, for a fenced
 --                             lock, the token of this acquisition (0 otherwise): an
@@ -79,6 +81,8 @@ local holds = redis.call('hget', KEYS[1], ARGV[2])
 if not holds and redis.call('exists', KEYS[1]) == 1 then
     if marker_key and claims == '1' and (not promised or promised == ARGV[2]) then
         redis.call('set', marker_key, ARGV[2], 'px', ARGV[5])
+    elseif marker_key and claims == '2' and promised == ARGV[2] then
+        redis.call('del', marker_key) -- the waiter leaves: its claim goes with it
     end
     return {0, redis.call('pttl', KEYS[1])}
 end

@@ -105,6 +105,7 @@ struct lock_op {
     dlock__waiter waiter; /* acquire */
     bool waiting;         /* acquire: the wait hears the op's attempts (dlock__hold_settled) */
     int attempts;         /* acquire: attempts sent */
+    bool claim_open;      /* acquire: an attempt claimed the next turn, none took it back */
     int64_t sent_ms;
     int given_back_ends;       /* acquire: what the attempt ends with once its give-back is done
                                   (dlock__op_unacked) */

@@ -35,6 +35,12 @@ static void settle_unsure_release(hold *h) {
     h->release_unsure = false;
 }
 
+/* The hand-off's rule (acquire.lua, lock_engine.h's claims): a wait claims from its second
+ * attempt on — the first found the lock taken, the second (sent once subscribed) still
+ * does: the waiter waits behind a hold, and without a claim the holder's next acquisition
+ * could take the turn from it again and again. */
+#define HANDOFF_AFTER_ATTEMPTS 2
+
 static void acquire_send(lock_op *op) {
     lock_handle *l = op->lock;
     hold *h = op->hold;
@@ -42,7 +48,10 @@ static void acquire_send(lock_op *op) {
     dlock__lock_view v = dlock__view_of(l, h, op->lease_ms);
     v.once = op->wait_ms == 0;
     v.attempts = ++op->attempts;
-    v.first_in_line = dlock__wait_first_in_line(&op->waiter);
+    v.last = !v.once && dlock__now_ms() >= op->waiter.deadline_ms;
+    v.claims = !v.once && !v.last && v.attempts >= HANDOFF_AFTER_ATTEMPTS &&
+               dlock__wait_first_in_line(&op->waiter);
+    op->claim_open = (op->claim_open || v.claims) && !v.last;
     dlock__args a = {0};
     int nkeys = l->kind->acquire_args(&v, &a);
     op->sent_ms = dlock__now_ms();
@@ -174,8 +183,7 @@ void dlock__acquire_done(dlock__waiter *w, int status) {
         dlock__hold_unwatch(h); /* nothing held: nothing to renew */
     if (status != DLOCK_OK && l->kind->gave_up) {
         dlock__lock_view v = dlock__view_of(l, h, op->lease_ms);
-        v.once = op->wait_ms == 0;
-        v.attempts = op->attempts; /* what the wait may have claimed */
+        v.claim_open = op->claim_open;
         l->kind->gave_up(&v);
     }
     if (status == DLOCK_ETIMEDOUT && !op->op.error_text[0]) /* else: too few replicas */

@@ -43,9 +43,14 @@ typedef struct dlock__lock_view {
     bool once;             /* acquire: a single attempt (wait 0): it will not wait in line */
     int attempts;          /* acquire: attempts of this wait sent so far, 1 for the first
                               (acquire_args: this one included) */
-    bool first_in_line;    /* acquire: the owner is this client's oldest waiter on the lock's
-                              channel: the one a message wakes first */
-    void *data;            /* the kind's own per-handle data (its key names) */
+    /* acquire: the hand-off (acquire.lua). claims: should this attempt find the lock busy,
+     * the owner claims the next turn (the engine's rule: a wait that has been passed over,
+     * by the client's oldest waiter on the lock, whom a message wakes first; never a wait
+     * of 0 nor the last attempt). last: the wait's deadline has come: if busy the owner
+     * leaves, so the attempt takes back a claim instead. gave_up: claim_open, an attempt of
+     * the wait claimed a turn that no later one took back. */
+    bool claims, last, claim_open;
+    void *data; /* the kind's own per-handle data (its key names) */
 } dlock__lock_view;
 
 typedef struct dlock__lock_kind {

@@ -12,30 +12,22 @@
  * renews with the core's renew_hash.lua. (set_lease.lua and raise_token.lua serve the
  * composites, member.h.)
  *
- * The hand-off (acquire.lua tells the rule): a client's oldest waiter on the lock whose
- * attempts have found the lock taken HANDOFF_AFTER_ATTEMPTS times, so that at least one
- * release went to somebody else (or it has waited through one whole hold), claims the next
- * turn; newcomers then queue behind it. A try without waiting never claims. The marker lives
- * HANDOFF_MARKER_MS from its owner's latest busy attempt: far longer than a woken waiter takes to
- * come (one message and one round trip), short enough that a waiter that died holds nobody back for
- * long. A Cluster client does not use the marker (acquire.lua says why). */
+ * The hand-off (acquire.lua tells the rule; the engine says when an attempt claims: a
+ * client's oldest waiter on the lock, from its second attempt on, never a try without
+ * waiting nor a last attempt) makes newcomers queue behind a claimant. The marker lives
+ * HANDOFF_MARKER_MS from its owner's latest busy attempt: far longer than a woken waiter
+ * takes to come (one message and one round trip), short enough that a waiter that died
+ * holds nobody back for long; one that leaves takes its claim back (its last attempt, or
+ * handoff_drop.lua). A Cluster client does not use the marker (acquire.lua says why). */
 
 #include "dlock_object.h"
 #include "lock_engine.h"
 
-#define HANDOFF_AFTER_ATTEMPTS 2
 #define HANDOFF_MARKER_MS 100
 
 /* A Cluster client leaves the marker alone (acquire.lua says why). */
 static bool in_cluster(const dlock__lock_view *v) {
     return dlock__client_is_cluster(v->client);
-}
-
-/* Whether the owner claims the next turn should this attempt find the lock busy. Only a
- * client's oldest waiter claims: a release's message wakes one waiter per client, the
- * oldest asleep, so a turn promised to a younger one would find nobody to take it. */
-static bool claims_turn(const dlock__lock_view *v) {
-    return !v->once && v->attempts >= HANDOFF_AFTER_ATTEMPTS && v->first_in_line;
 }
 
 /* acquire.lua: KEYS N, marker [, token key]; ARGV lease, field, believed holds, claims,
@@ -51,8 +43,8 @@ static int acquire_args(const dlock__lock_view *v, dlock__args *a) {
     dlock__args_int(a, v->believed);
     if (in_cluster(v))
         dlock__args_str(a, "-");
-    else
-        dlock__args_int(a, claims_turn(v));
+    else /* 1: claim the next turn if busy; 2: the last attempt, take a claim back if busy */
+        dlock__args_int(a, v->claims ? 1 : v->last ? 2 : 0);
     dlock__args_int(a, HANDOFF_MARKER_MS);
     return nkeys;
 }
@@ -83,10 +75,11 @@ static void marker_free(void *marker) {
     dlock__free(marker);
 }
 
-/* The owner stopped waiting: if its wait may have claimed the next turn, it takes the claim
- * back (handoff_drop.lua), before anything it sends next. */
+/* The owner stopped waiting before its last attempt (canceled, failed) with a claim on the
+ * next turn: it takes the claim back (handoff_drop.lua), before anything it sends next. (A
+ * wait that reached its deadline took it back in its last attempt.) */
 static void gave_up(const dlock__lock_view *v) {
-    if (in_cluster(v) || v->once || v->attempts < HANDOFF_AFTER_ATTEMPTS)
+    if (in_cluster(v) || !v->claim_open)
         return;
     dlock__args a = {0};
     dlock__args_str(&a, v->data); /* the marker */
