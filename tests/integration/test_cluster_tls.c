@@ -137,7 +137,10 @@ static void test_a_lock_is_taken_on_each_master_over_tls(void **state) {
     for (int k = 0; k < MASTERS; k++) {
         dlock_lock *l;
         ASSERT_OK(dlock_lock_new(c, names[k], &l));
-        ASSERT_OK(dlock_lock_try_acquire(l, 0, LEASE_MS));
+        /* uncontended: it returns at once; the wait only lets an acquisition its replica
+         * acknowledged after the 100 ms WAIT of a single attempt (sync_replicas, on a busy
+         * machine: the ASan stage) be tried again */
+        ASSERT_OK(dlock_lock_try_acquire(l, 5000, LEASE_MS));
         redis_fixture *node = cluster_fixture_node(fx, masters[k]);
         assert_int_equal(redis_fixture_int(node, "EXISTS %s", names[k]), 1);
         ASSERT_OK(dlock_lock_release(l));
