@@ -110,13 +110,6 @@ static void gave_up(const dlock__lock_view *v) {
                   a.len);
 }
 
-/* Only the first in line is woken, on its own channel: the message is for it. */
-static int wake_one(const char *msg, size_t len) {
-    (void)msg;
-    (void)len;
-    return 1;
-}
-
 static const dlock__lock_kind fair_kind = {
     .what = "fair lock",
     .acquire_script = DLOCK__SCRIPT_FAIRLOCK_FAIR,
@@ -126,7 +119,7 @@ static const dlock__lock_kind fair_kind = {
     .release_args = release_args,
     .force_args = force_args,
     .renew_script = DLOCK__SCRIPT_CORE_RENEW_HASH,
-    .wake_count = wake_one,
+    .wake_count = dlock__wake_one, /* only the first in line is woken, on its own channel */
     .waiter_channel = waiter_channel,
     .gave_up = gave_up,
     .data_new = keys_new,

@@ -87,10 +87,6 @@ static dlock_client *cluster_client(void) {
     return cluster_client_logged(false);
 }
 
-static int master_of(const char *name) {
-    return cluster_fixture_node_of_slot(fx, cluster_fixture_slot_of_key(fx, name));
-}
-
 /* count names "<prefix>-<i>" spread over the masters in turn (name k on the k % 3-th master
  * found); names[k] gets the name, masters[k] its node. */
 static void names_spread(const char *prefix, int count, char names[][32], int *masters) {
@@ -98,7 +94,7 @@ static void names_spread(const char *prefix, int count, char names[][32], int *m
     for (int i = 0; found < count && i < 100000; i++) {
         char name[32];
         snprintf(name, sizeof(name), "%s-%d", prefix, i);
-        int node = master_of(name), k = 0;
+        int node = cluster_fixture_node_of_key(fx, name), k = 0;
         while (k < nseen && seen[k] != node)
             k++;
         if (node < 0 || (k == nseen && nseen == MASTERS))
@@ -114,17 +110,6 @@ static void names_spread(const char *prefix, int count, char names[][32], int *m
 }
 
 /* ---- what the nodes say -------------------------------------------------------------------- */
-
-/* Whether some shard channel of the object `name` (Redisson's channels carry "{name}") is
- * subscribed on node. */
-static bool shard_subscribed(int node, const char *name) {
-    redisReply *r =
-        redis_fixture_cmd(cluster_fixture_node(fx, node), "PUBSUB SHARDCHANNELS *{%s}*", name);
-    bool yes = r && r->type == REDIS_REPLY_ARRAY && r->elements > 0;
-    if (r)
-        freeReplyObject(r);
-    return yes;
-}
 
 static long field_long(const char *line, const char *field) {
     const char *at = strstr(line, field);
@@ -323,7 +308,8 @@ static void start_waiting(subject *s) {
     s->kind->hold(s);
     assert_int_equal(pthread_create(&s->thread, NULL, waiter_main, s), 0);
     bool subscribed = false;
-    POLL_UNTIL(subscribed, shard_subscribed(s->master, s->name), test_slack_ms(5000));
+    POLL_UNTIL(subscribed, cluster_fixture_shard_subscribed(fx, s->master, s->name),
+               test_slack_ms(5000));
     if (!subscribed)
         fail_msg("%s: no shard channel of {%s} is subscribed on its master (node %d)",
                  s->kind->prefix, s->name, s->master);
@@ -478,12 +464,13 @@ static void test_waiter_follows_its_slot_to_a_new_master_and_is_woken_there(void
     assert_int_equal(cluster_fixture_migrate_slot(fx, slot, to), 0);
     bool followed = false;
     POLL_UNTIL(followed,
-               shard_subscribed(to, moving.name) && !shard_subscribed(moving.master, moving.name),
+               cluster_fixture_shard_subscribed(fx, to, moving.name) &&
+                   !cluster_fixture_shard_subscribed(fx, moving.master, moving.name),
                test_slack_ms(5000));
     if (!followed)
         fail_msg("{%s}: subscribed on the new master %d: %d, on the old %d: %d", moving.name, to,
-                 shard_subscribed(to, moving.name), moving.master,
-                 shard_subscribed(moving.master, moving.name));
+                 cluster_fixture_shard_subscribed(fx, to, moving.name), moving.master,
+                 cluster_fixture_shard_subscribed(fx, moving.master, moving.name));
     moving.master = to;
     release_and_join(&moving);
     release_and_join(&staying);
