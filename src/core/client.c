@@ -155,7 +155,7 @@ static void on_stop(void *arg) {
 
 static void *io_thread_main(void *arg) {
     dlock_client *c = arg;
-    dlock__loop_run(c->loop);
+    dlock__loop_run_shared(&c->loop_share);
     return NULL;
 }
 
@@ -230,8 +230,10 @@ bool dlock__client_closing(const dlock_client *c) {
 static void client_destroy(dlock_client *c) {
     dlock__map_each(&c->shared, destroy_leftover, NULL);
     dlock__map_free(&c->shared);
-    if (c->own_loop && c->loop)
+    if (c->own_loop && c->loop) {
+        dlock__loop_share_destroy(&c->loop_share);
         dlock__loop_free(c->loop);
+    }
     dlock__endpoint_free(&c->endpoint);
     dlock__tls_free(c->tls);
     dlock__sentinel_free(c->sentinel);
@@ -338,6 +340,8 @@ static int client_create(const dlock_options *o, dlock__loop *loop, dlock_client
         client_destroy(c);
         return dlock__fail(DLOCK_ENOMEM, "cannot create an event loop");
     }
+    if (c->own_loop)
+        dlock__loop_share_init(&c->loop_share, c->loop, dlock__submit_wake_callers, &c->submit);
     dlock__sched_init(&c->sched, c->loop);
     dlock__submit_init(&c->submit, c);
     dlock__conn_init(&c->conn, c);

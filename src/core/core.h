@@ -410,10 +410,14 @@ typedef struct dlock__submit {
     pthread_mutex_t mu;
     dlock__op *head, *tail;
     dlock__loop_wake wakeup;
+    dlock__op *done; /* blocking calls completed, to wake when the loop is let go (under mu) */
 } dlock__submit;
 
 void dlock__submit_init(dlock__submit *s, dlock_client *c);
 void dlock__submit_close(dlock__submit *s, dlock_client *c); /* completes queued ops: ECANCELED */
+/* Wakes the callers of the blocking calls completed so far (the loop share's hook, run
+ * whenever the loop is let go: loop.h). arg: the client's dlock__submit. */
+void dlock__submit_wake_callers(void *arg);
 
 /* ---- handles (handle.c) ---------------------------------------------------------------- */
 
@@ -461,6 +465,7 @@ struct dlock_client {
 
     dlock__loop *loop;
     bool own_loop;
+    dlock__loop_share loop_share; /* own_loop: lent to the calling threads (loop.h) */
     pthread_t io_thread;
     pthread_t loop_thread;
     atomic_bool closing;

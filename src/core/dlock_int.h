@@ -166,7 +166,7 @@ typedef struct dlock__op dlock__op;
 typedef void (*dlock__op_fn)(dlock__op *op);
 typedef struct dlock__handle dlock__handle;
 struct dlock__op {
-    dlock__op *next; /* submit queue */
+    dlock__op *next; /* submit queue; once started, submit.c's list of completions to post */
     dlock_client *client;
     dlock__handle *handle; /* the primitive's handle the op works on, or NULL */
     dlock__op_fn start;    /* loop thread: begin the work; ends with dlock__op_complete() */

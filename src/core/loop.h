@@ -14,6 +14,7 @@
 #ifndef DLOCK_LOOP_H
 #define DLOCK_LOOP_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -62,5 +63,66 @@ typedef struct dlock__loop_io {
 void dlock__loop_io_init(dlock__loop_io *io, int fd, bool for_write, dlock__loop_fn fn, void *arg);
 void dlock__loop_io_start(dlock__loop *loop, dlock__loop_io *io);
 void dlock__loop_io_stop(dlock__loop *loop, dlock__loop_io *io);
+
+/* ---- lending the loop to the threads that call into it (the blocking face) -----------------
+ *
+ * Without this, a blocking call costs two thread wake-ups besides the reply's: the caller
+ * wakes the I/O thread to start it, and the I/O thread wakes the caller when it completes.
+ * The first is avoidable: while the I/O thread sleeps in the poll it has nothing to do
+ * with the loop, so the caller may start its call itself and write its command, and the
+ * I/O thread wakes only for the reply.
+ *
+ * The I/O thread runs the loop holding share->mu (dlock__loop_run_shared) and lets go of
+ * it only for the poll. A caller borrows the loop only then (dlock__loop_borrow never
+ * waits: when the I/O thread is busy, the caller queues its call as before, and the busy
+ * thread takes it in the same turn). A borrower runs loop-thread code, with two rules:
+ *   - the poll sleeps on the watchers it had when it began, so a change the borrower makes
+ *     to one (a timer, a socket to watch) wakes the I/O thread when the loop is given back,
+ *     and takes effect at once;
+ *   - work that must happen before the give-back registers with dlock__loop_defer (a
+ *     socket's write: all the bytes of one borrow leave in one send).
+ * What reacts to I/O (replies, failures, user callbacks) stays on the I/O thread.
+ *
+ * The other wake-up, of the caller whose call completed, is made when the loop is let go
+ * (the share's let_go hook): a caller woken while the I/O thread still held the loop would
+ * find it busy, and on a machine with few CPUs would preempt the I/O thread mid-turn. */
+#define DLOCK__LOOP_DEFER_MAX 8
+typedef struct dlock__loop_share {
+    pthread_mutex_t mu;
+    dlock__loop *loop;
+    bool polling;          /* the I/O thread sleeps in the poll; under mu */
+    bool changed;          /* the borrower changed a watcher; under mu */
+    dlock__loop_fn let_go; /* runs each time the loop is let go (the poll, a give-back) */
+    void *let_go_arg;
+    dlock__loop_wake nudge; /* wakes the poll after such a change */
+    int ndeferred;
+    struct {
+        dlock__loop_fn fn;
+        void *arg;
+    } deferred[DLOCK__LOOP_DEFER_MAX];
+} dlock__loop_share;
+
+/* Readies share for a loop of dlock's own, before its thread runs it. let_go(arg) runs
+ * each time the loop is let go, just after: before the I/O thread polls, when a borrower
+ * gives it back, when the loop ends. */
+void dlock__loop_share_init(dlock__loop_share *share, dlock__loop *loop, dlock__loop_fn let_go,
+                            void *let_go_arg);
+void dlock__loop_share_destroy(dlock__loop_share *share);
+/* dlock__loop_run for the I/O thread, holding share->mu except while it polls. */
+void dlock__loop_run_shared(dlock__loop_share *share);
+/* True when the calling thread now holds the loop (the I/O thread sleeps in the poll);
+ * false at once otherwise. Every true is followed by dlock__loop_give_back. */
+bool dlock__loop_borrow(dlock__loop_share *share);
+/* Runs the deferred work in the order it came, wakes the poll if a watcher changed, and
+ * lets go of the loop. */
+void dlock__loop_give_back(dlock__loop_share *share);
+/* True on a thread that borrowed loop now. */
+bool dlock__loop_held_here(const dlock__loop *loop);
+/* On a borrowing thread: fn(arg) runs at the give-back (once, however often it is asked
+ * for). False when the loop is not borrowed by this thread, or the list is full: the
+ * caller then does what it would do on the loop thread. */
+bool dlock__loop_defer(dlock__loop *loop, dlock__loop_fn fn, void *arg);
+/* Takes back a deferred fn(arg) (its arg is about to go), if there is one. */
+void dlock__loop_undefer(dlock__loop *loop, dlock__loop_fn fn, void *arg);
 
 #endif

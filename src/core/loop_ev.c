@@ -6,6 +6,7 @@
  * owner's opaque storage. A connection's socket has two io watchers, one for reading and
  * one for writing, which sock.c starts and stops as it needs them. */
 #include <ev.h>
+#include <string.h>
 
 #include "core.h"
 #include "dlock/adapters/libev.h" /* the application's declaration of dlock_client_new_on_loop:
@@ -48,6 +49,15 @@ static io_impl *io_of(dlock__loop_io *io) {
 
 /* ---- the loop --------------------------------------------------------------------------- */
 
+/* The loop share this thread borrowed, while it does (dlock__loop_borrow). */
+static _Thread_local dlock__loop_share *borrowed;
+
+/* A watcher of loop changed: if a borrower did it, the poll must wake to see it. */
+static void changed(dlock__loop *loop) {
+    if (borrowed && borrowed->loop == loop)
+        borrowed->changed = true;
+}
+
 dlock__loop *dlock__loop_new(void) {
     return ev_loop_new(EVFLAG_AUTO);
 }
@@ -85,10 +95,12 @@ void dlock__loop_timer_start(dlock__loop *loop, dlock__loop_timer *t, int64_t de
     ev_timer_stop(loop, &impl->watcher);
     ev_timer_set(&impl->watcher, delay_ms > 0 ? (double)delay_ms / 1000.0 : 0.0, 0.0);
     ev_timer_start(loop, &impl->watcher);
+    changed(loop);
 }
 
 void dlock__loop_timer_stop(dlock__loop *loop, dlock__loop_timer *t) {
     ev_timer_stop(loop, &timer_of(t)->watcher);
+    changed(loop);
 }
 
 /* ---- wake-ups --------------------------------------------------------------------------- */
@@ -109,10 +121,12 @@ void dlock__loop_wake_init(dlock__loop_wake *w, dlock__loop_fn fn, void *arg) {
 
 void dlock__loop_wake_start(dlock__loop *loop, dlock__loop_wake *w) {
     ev_async_start(loop, &wake_of(w)->watcher);
+    changed(loop);
 }
 
 void dlock__loop_wake_stop(dlock__loop *loop, dlock__loop_wake *w) {
     ev_async_stop(loop, &wake_of(w)->watcher);
+    changed(loop);
 }
 
 void dlock__loop_wake_send(dlock__loop *loop, dlock__loop_wake *w) {
@@ -137,8 +151,119 @@ void dlock__loop_io_init(dlock__loop_io *io, int fd, bool for_write, dlock__loop
 
 void dlock__loop_io_start(dlock__loop *loop, dlock__loop_io *io) {
     ev_io_start(loop, &io_of(io)->watcher); /* libev ignores a start of a started watcher */
+    changed(loop);
 }
 
 void dlock__loop_io_stop(dlock__loop *loop, dlock__loop_io *io) {
     ev_io_stop(loop, &io_of(io)->watcher);
+    changed(loop);
+}
+
+/* ---- lending the loop (loop.h) ---------------------------------------------------------- */
+
+/* libev calls these around its poll (ev_set_loop_release_cb): the only time the I/O
+ * thread does not hold share->mu. */
+static void release_for_poll(struct ev_loop *loop) {
+    dlock__loop_share *share = ev_userdata(loop);
+    share->polling = true;
+    pthread_mutex_unlock(&share->mu);
+    share->let_go(share->let_go_arg);
+}
+
+static void acquire_after_poll(struct ev_loop *loop) {
+    dlock__loop_share *share = ev_userdata(loop);
+    pthread_mutex_lock(&share->mu);
+    share->polling = false;
+}
+
+static void nudged(void *arg) {
+    (void)arg; /* waking the poll was all: the loop's next turn sees the new watchers */
+}
+
+void dlock__loop_share_init(dlock__loop_share *share, dlock__loop *loop, dlock__loop_fn let_go,
+                            void *let_go_arg) {
+    memset(share, 0, sizeof(*share));
+    pthread_mutex_init(&share->mu, NULL);
+    share->loop = loop;
+    share->let_go = let_go;
+    share->let_go_arg = let_go_arg;
+    dlock__loop_wake_init(&share->nudge, nudged, NULL);
+    dlock__loop_wake_start(loop, &share->nudge);
+    ev_set_userdata(loop, share);
+    ev_set_loop_release_cb(loop, release_for_poll, acquire_after_poll);
+}
+
+void dlock__loop_share_destroy(dlock__loop_share *share) {
+    dlock__loop_wake_stop(share->loop, &share->nudge);
+    ev_set_loop_release_cb(share->loop, NULL, NULL);
+    pthread_mutex_destroy(&share->mu);
+}
+
+void dlock__loop_run_shared(dlock__loop_share *share) {
+    pthread_mutex_lock(&share->mu);
+    ev_run(share->loop, 0);
+    pthread_mutex_unlock(&share->mu);
+    share->let_go(share->let_go_arg);
+}
+
+bool dlock__loop_borrow(dlock__loop_share *share) {
+    if (pthread_mutex_trylock(&share->mu) != 0)
+        return false;
+    if (!share->polling) { /* the I/O thread has not started, or has ended */
+        pthread_mutex_unlock(&share->mu);
+        return false;
+    }
+    share->changed = false;
+    borrowed = share;
+    return true;
+}
+
+void dlock__loop_give_back(dlock__loop_share *share) {
+    /* first come, first run; one may defer or take back others */
+    while (share->ndeferred > 0) {
+        dlock__loop_fn fn = share->deferred[0].fn;
+        void *arg = share->deferred[0].arg;
+        share->ndeferred--;
+        memmove(&share->deferred[0], &share->deferred[1],
+                (size_t)share->ndeferred * sizeof(share->deferred[0]));
+        fn(arg);
+    }
+    borrowed = NULL;
+    if (share->changed)
+        ev_async_send(share->loop, &wake_of(&share->nudge)->watcher);
+    pthread_mutex_unlock(&share->mu);
+    share->let_go(share->let_go_arg);
+}
+
+bool dlock__loop_held_here(const dlock__loop *loop) {
+    return borrowed && borrowed->loop == loop;
+}
+
+bool dlock__loop_defer(dlock__loop *loop, dlock__loop_fn fn, void *arg) {
+    dlock__loop_share *share = borrowed;
+    if (!share || share->loop != loop)
+        return false;
+    for (int i = 0; i < share->ndeferred; i++)
+        if (share->deferred[i].fn == fn && share->deferred[i].arg == arg)
+            return true;
+    if (share->ndeferred == DLOCK__LOOP_DEFER_MAX)
+        return false;
+    share->deferred[share->ndeferred].fn = fn;
+    share->deferred[share->ndeferred].arg = arg;
+    share->ndeferred++;
+    return true;
+}
+
+void dlock__loop_undefer(dlock__loop *loop, dlock__loop_fn fn, void *arg) {
+    dlock__loop_share *share = borrowed;
+    if (!share || share->loop != loop)
+        return;
+    for (int i = 0; i < share->ndeferred; i++) {
+        if (share->deferred[i].fn == fn && share->deferred[i].arg == arg) {
+            memmove(&share->deferred[i], &share->deferred[i + 1],
+                    (size_t)(share->ndeferred - i - 1) * sizeof(share->deferred[0]));
+            share->ndeferred--;
+            return;
+        }
+    }
 }

@@ -61,7 +61,8 @@ struct dlock__sock {
     size_t received;   /* bytes read while open */
     char *out;
     size_t out_len, out_off, out_cap;
-    int depth; /* > 0 while a hook runs */
+    bool send_deferred; /* a borrowing thread sends out[] when it gives the loop back */
+    int depth;          /* > 0 while a hook runs */
     bool closed;
 };
 
@@ -428,6 +429,27 @@ static void flush(dlock__sock *s) {
     watch(s, true, s->read_wants_write);
 }
 
+/* The send of a thread that borrowed the loop (dlock__sock_write). It sends what it can;
+ * anything else — a full socket, an error — is left to the loop thread, as though the
+ * bytes had been queued there: what reacts to a failure runs on the loop thread. TLS
+ * sockets are not sent from here (a TLS write may need to read first). */
+static void send_borrowed(void *arg) {
+    dlock__sock *s = arg;
+    s->send_deferred = false;
+    if (s->state != S_OPEN || s->writing || s->out_off == s->out_len)
+        return;
+    ssize_t n;
+    do
+        n = send(s->fd, s->out + s->out_off, s->out_len - s->out_off, MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    if (n > 0)
+        s->out_off += (size_t)n;
+    if (s->out_off == s->out_len)
+        s->out_off = s->out_len = 0;
+    else
+        watch(s, true, true); /* the rest, or the error, on the loop thread */
+}
+
 static void on_readable(void *arg) {
     dlock__sock *s = arg;
     if (s->state == S_HANDSHAKE)
@@ -470,7 +492,14 @@ int dlock__sock_write(dlock__sock *s, const char *buf, size_t len) {
     }
     memcpy(s->out + s->out_len, buf, len);
     s->out_len += len;
-    if (s->state == S_OPEN && !s->write_wants_read)
+    if (s->state != S_OPEN || s->write_wants_read || s->writing || s->send_deferred)
+        return DLOCK_OK; /* it leaves with what is already waiting to */
+    /* On a thread that borrowed the loop (loop.h), the bytes leave when it gives the loop
+     * back; on the loop thread (or with the borrow's list full), when the socket is
+     * writable, on this loop turn. */
+    if (!s->ssl && dlock__loop_defer(s->loop, send_borrowed, s))
+        s->send_deferred = true;
+    else
         watch(s, true, true);
     return DLOCK_OK;
 }
@@ -478,6 +507,8 @@ int dlock__sock_write(dlock__sock *s, const char *buf, size_t len) {
 /* ---- opening and closing ------------------------------------------------------------------ */
 
 static void sock_free(dlock__sock *s) {
+    if (s->send_deferred)
+        dlock__loop_undefer(s->loop, send_borrowed, s);
     resolve_detach(s);
     if (s->ssl)
         dlock__tls_session_free(s->ssl); /* no close_notify: the peer sees the close */

@@ -22,7 +22,9 @@ void dlock__op_init(dlock__op *op, dlock_client *c, dlock__op_fn start) {
 }
 
 bool dlock__on_loop_thread(const dlock_client *c) {
-    return pthread_equal(pthread_self(), c->loop_thread);
+    /* a thread that borrowed the loop runs loop-thread code and takes the same paths */
+    return pthread_equal(pthread_self(), c->loop_thread) ||
+           (c->own_loop && dlock__loop_held_here(c->loop));
 }
 
 static void drain(void *arg) {
@@ -61,21 +63,26 @@ void dlock__submit_close(dlock__submit *s, dlock_client *c) {
     pthread_mutex_destroy(&s->mu);
 }
 
+/* Whether op may start: checked under the lock that close takes, so an op is either
+ * drained by close or refused here, never stranded; and a handle's free queues its last
+ * op through here too (handle.c): under this lock, an op is either queued before it or
+ * refused. */
+static int admit(const dlock__op *op) {
+    if (atomic_load(&op->client->closing))
+        return dlock__fail(DLOCK_ECLOSED, "client is closed or closing");
+    if (op->handle && atomic_load(&op->handle->closed))
+        return dlock__fail(DLOCK_ECLOSED, DLOCK__HANDLE_CLOSED_TEXT);
+    return DLOCK_OK;
+}
+
 int dlock__op_submit(dlock__op *op) {
     dlock_client *c = op->client;
     dlock__submit *s = &c->submit;
     pthread_mutex_lock(&s->mu);
-    /* Checked under the lock that close takes, so an op is either drained by close or
-     * refused here, never stranded. */
-    if (atomic_load(&c->closing)) {
+    int rc = admit(op);
+    if (rc != DLOCK_OK) {
         pthread_mutex_unlock(&s->mu);
-        return dlock__fail(DLOCK_ECLOSED, "client is closed or closing");
-    }
-    /* A handle's free queues its last op through here too (handle.c): under this lock,
-     * an op is either queued before it or refused. */
-    if (op->handle && atomic_load(&op->handle->closed)) {
-        pthread_mutex_unlock(&s->mu);
-        return dlock__fail(DLOCK_ECLOSED, DLOCK__HANDLE_CLOSED_TEXT);
+        return rc;
     }
     op->next = NULL;
     bool was_empty = s->head == NULL;
@@ -91,13 +98,39 @@ int dlock__op_submit(dlock__op *op) {
     return DLOCK_OK;
 }
 
+/* Whether this thread holds c's own loop: it is the I/O thread, or borrowed the loop. */
+static bool holds_own_loop(const dlock_client *c) {
+    return c->own_loop && dlock__on_loop_thread(c);
+}
+
+void dlock__submit_wake_callers(void *arg) {
+    dlock__submit *s = arg;
+    pthread_mutex_lock(&s->mu);
+    dlock__op *op = s->done;
+    s->done = NULL;
+    pthread_mutex_unlock(&s->mu);
+    while (op) {
+        dlock__op *next = op->next; /* read first: a woken caller's op is gone */
+        sem_post(op->blocking_waiter);
+        op = next;
+    }
+}
+
 void dlock__op_complete(dlock__op *op, int status) {
     dlock__stat_add(op->client, DLOCK__STAT_CALLS, -1); /* before: complete may free op */
     op->status = status;
     if (status != DLOCK_OK && !op->error_text[0])
         dlock__op_fail_reply(op, status, NULL);
     if (op->blocking_waiter) {
-        sem_post(op->blocking_waiter);
+        dlock__submit *s = &op->client->submit;
+        if (!holds_own_loop(op->client)) {
+            sem_post(op->blocking_waiter);
+            return;
+        }
+        pthread_mutex_lock(&s->mu); /* woken when the loop is let go */
+        op->next = s->done;
+        s->done = op;
+        pthread_mutex_unlock(&s->mu);
         return;
     }
     dlock__set_last_error(op->error_text);
@@ -108,11 +141,37 @@ void dlock__op_complete(dlock__op *op, int status) {
 }
 
 void dlock__user_callback_enter(dlock_client *c) {
+    /* The application's callbacks run on the loop's own thread, never on one that borrowed
+     * the loop to start its call (no start completes another op): a broken rule. */
+    if (c->own_loop && dlock__loop_held_here(c->loop))
+        abort();
     c->callback_depth++;
 }
 
 void dlock__user_callback_leave(dlock_client *c) {
     c->callback_depth--;
+}
+
+/* A blocking call started on the caller's thread, which borrows the loop while the I/O
+ * thread sleeps in its poll (loop.h): no wake-up of the I/O thread to start it, only for
+ * its reply. Only when nothing is queued, so calls still start in the order they were
+ * made. DLOCK__NOT_STARTED: the loop is busy (its thread takes the op from the queue in
+ * the turn it is in), or this is not a client with a loop of its own. */
+#define DLOCK__NOT_STARTED 1
+static int start_here(dlock__op *op) {
+    dlock_client *c = op->client;
+    if (!c->own_loop || !dlock__loop_borrow(&c->loop_share))
+        return DLOCK__NOT_STARTED;
+    dlock__submit *s = &c->submit;
+    pthread_mutex_lock(&s->mu);
+    int rc = s->head ? DLOCK__NOT_STARTED : admit(op);
+    if (rc == DLOCK_OK)
+        dlock__stat_add(c, DLOCK__STAT_CALLS, 1);
+    pthread_mutex_unlock(&s->mu);
+    if (rc == DLOCK_OK)
+        op->start(op);
+    dlock__loop_give_back(&c->loop_share);
+    return rc;
 }
 
 int dlock__op_run(dlock__op *op) {
@@ -122,7 +181,9 @@ int dlock__op_run(dlock__op *op) {
     sem_t done;
     sem_init(&done, 0, 0);
     op->blocking_waiter = &done;
-    int rc = dlock__op_submit(op);
+    int rc = start_here(op);
+    if (rc == DLOCK__NOT_STARTED)
+        rc = dlock__op_submit(op);
     if (rc == DLOCK_OK) {
         while (sem_wait(&done) != 0)
             ; /* EINTR: keep waiting, the op is still running */
