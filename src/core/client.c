@@ -242,6 +242,7 @@ static void client_destroy(dlock_client *c) {
     dlock__free(c->script_sha);
     pthread_mutex_destroy(&c->ready_mu);
     pthread_cond_destroy(&c->ready_cond);
+    pthread_mutex_destroy(&c->submit.mu);
     dlock__free(c);
 }
 
@@ -302,6 +303,9 @@ static int client_create(const dlock_options *o, dlock__loop *loop, dlock_client
     dlock__endpoint ep = u.ep; /* for the key below; c owns the strings */
     pthread_mutex_init(&c->ready_mu, NULL);
     pthread_cond_init(&c->ready_cond, NULL);
+    /* the submit door's lock lives as long as the client: a call racing with the close
+     * takes it to be refused, and the I/O thread takes it to wake callers as it ends */
+    pthread_mutex_init(&c->submit.mu, NULL);
     rc = make_topology(c, &u);
     if (rc != DLOCK_OK) {
         client_destroy(c);

@@ -42,8 +42,7 @@ static void drain(void *arg) {
 }
 
 void dlock__submit_init(dlock__submit *s, dlock_client *c) {
-    pthread_mutex_init(&s->mu, NULL);
-    s->head = s->tail = NULL;
+    s->head = s->tail = NULL; /* s->mu: made and destroyed with the client (client.c) */
     dlock__loop_wake_init(&s->wakeup, drain, s);
     dlock__loop_wake_start(c->loop, &s->wakeup);
 }
@@ -60,7 +59,6 @@ void dlock__submit_close(dlock__submit *s, dlock_client *c) {
         op = next;
     }
     dlock__loop_wake_stop(c->loop, &s->wakeup);
-    pthread_mutex_destroy(&s->mu);
 }
 
 /* Whether op may start: checked under the lock that close takes, so an op is either
