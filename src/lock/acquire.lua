@@ -70,6 +70,13 @@ if token_key then
         return int64_refusal(token_key, token, 'a fencing token')
     end
 end
+-- The usual case first: no lock and no marker. One EXISTS answers it, where the checks
+-- below read three times; the outcome is theirs: a first hold, no token.
+if not token_key and redis.call('exists', KEYS[1], marker_key or KEYS[1]) == 0 then
+    redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return {1, 1, 0}
+end
 local promised = marker_key and redis.pcall('get', marker_key)
 if type(promised) == 'table' then -- refused: of another type, or not here (a migration)
     if string.find(promised.err, 'WRONGTYPE', 1, true) then

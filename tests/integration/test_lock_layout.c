@@ -92,6 +92,42 @@ test_last_release_publishes_0_on_redisson_lock__channel_of_the_name_in_braces(vo
                                 "redisson_lock_token:{orders}", "redisson_lock_token:orders");
 }
 
+/* What the server runs for a lock: a free lock is taken with one read (EXISTS of the lock and
+ * its hand-off marker) and two writes; a held one is told busy without a write. The
+ * commands a script runs count in INFO commandstats like a client's. */
+static void test_a_free_lock_is_taken_with_one_read_and_two_writes(void **state) {
+    (void)state;
+    test_watchdog_arm(BUDGET_S, __func__);
+    redis_fixture *f = start_server();
+    dlock_client *c = connect_client(f);
+    dlock_lock *l = new_lock(c, "counted");
+    const char *reads[] = {"exists", "hget", "get", "hexists"};
+    const char *writes[] = {"hincrby", "pexpire"};
+    long long before[6], after[6];
+    for (int i = 0; i < 6; i++)
+        before[i] = command_calls(f, i < 4 ? reads[i] : writes[i - 4]);
+    ASSERT_RC(dlock_lock_acquire(l, 20000), DLOCK_OK);
+    for (int i = 0; i < 6; i++)
+        after[i] = command_calls(f, i < 4 ? reads[i] : writes[i - 4]);
+    assert_int_equal(after[0] - before[0], 1); /* exists */
+    assert_int_equal(after[1] - before[1], 0); /* hget */
+    assert_int_equal(after[2] - before[2], 0); /* get */
+    assert_int_equal(after[3] - before[3], 0); /* hexists */
+    assert_int_equal(after[4] - before[4], 1); /* hincrby */
+    assert_int_equal(after[5] - before[5], 1); /* pexpire */
+    char field[128], want[256], dump[512];
+    owner_field(c, dlock_thread_owner(), field, sizeof(field));
+    snprintf(want, sizeof(want), "%s=1;", field);
+    hash_dump(f, "counted", dump, sizeof(dump));
+    assert_string_equal(dump, want);
+    ASSERT_BETWEEN(pttl_of(f, "counted"), 19000, 20000);
+    ASSERT_RC(dlock_lock_release(l), DLOCK_OK);
+    assert_int_equal(redis_fixture_int(f, "EXISTS counted"), 0);
+    dlock_lock_free(l);
+    dlock_client_free(c);
+    redis_fixture_stop(f);
+}
+
 static void test_name_with_a_brace_uses_token_key_and_channel_without_extra_braces(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
@@ -305,6 +341,7 @@ int main(void) {
             test_layout_is_a_hash_of_client_id_colon_owner_to_hold_count_with_the_lease_as_pttl),
         cmocka_unit_test(
             test_last_release_publishes_0_on_redisson_lock__channel_of_the_name_in_braces),
+        cmocka_unit_test(test_a_free_lock_is_taken_with_one_read_and_two_writes),
         cmocka_unit_test(test_name_with_a_brace_uses_token_key_and_channel_without_extra_braces),
         cmocka_unit_test(test_bad_arguments_are_einval_without_any_io),
         cmocka_unit_test(test_name_over_64_kib_is_einval_and_64_kib_works),
