@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_loop_lending.c — a blocking call started on the caller's own thread (the I/O thread
+/* test_loop_lending_threads.c — a blocking call started on the caller's own thread (the I/O thread
  * lends its loop while it sleeps in the poll: src/core/loop.h) behaves as one started on the
  * I/O thread:
  *   - a reply timeout it arms is kept even when the poll was sleeping toward a later time
