@@ -167,6 +167,8 @@ long long bench_semaphore_contended(const bench_config *cfg, const bench_floor *
 long long bench_naive_pair(const bench_config *cfg, const bench_floor *floor, int threads);
 long long bench_naive_contend(const bench_config *cfg, const bench_floor *floor,
                               const char *workload, int workers, bool processes, int64_t hold_us);
+/* dlock's lock scripts over plain hiredis, a connection per thread (layout_floor.c). */
+long long bench_layout_floor_pair(const bench_config *cfg, const bench_floor *floor, int threads);
 long long bench_renewal_scale(const bench_config *cfg, long long locks);
 long long bench_waiters_scale(const bench_config *cfg, long long waiters);
 long long bench_floor_script(const bench_config *cfg);

@@ -34,6 +34,9 @@
  *   naive               the naive SET NX PX lock: uncontended_pair T = 1, 8, 32,
  *                       contended_handoff P = 2, 4, 16 threads and 2, 4 processes,
  *                       hold_10ms P = 4 threads (client "naive" in the JSON)
+ *   layout_floor        dlock's own acquire.lua and release.lua over plain hiredis, a
+ *                       connection per thread: uncontended_pair T = 8 (client
+ *                       "layout_floor": the ceiling of any client of Redisson's layout)
  *
  * --redlock-urls names the 5 independent redis-servers redlock_acquire puts its members
  * on; --url still serves the floor measured beside it. --placement says where the server
@@ -57,7 +60,7 @@ static void usage(FILE *out) {
                  "[--only floor_ping|floor_publish|uncontended_pair|contended_handoff|fair_order"
                  "|rwlock_mix|floor_script|async_pairs|client_pair|hold_10ms|semaphore_pair"
                  "|semaphore_contended"
-                 "|renewal_scale|waiters_scale|redlock_acquire|naive] "
+                 "|renewal_scale|waiters_scale|redlock_acquire|naive|layout_floor] "
                  "[--placement TEXT] [--redlock-urls URL1,URL2,URL3,URL4,URL5]\n");
 }
 
@@ -130,7 +133,7 @@ static int parse_args(int argc, char **argv, bench_config *cfg) {
     static const char *const more[] = {"floor_script",  "async_pairs",    "client_pair",
                                        "hold_10ms",     "semaphore_pair", "semaphore_contended",
                                        "renewal_scale", "waiters_scale",  "redlock_acquire",
-                                       "naive"};
+                                       "naive",         "layout_floor"};
     for (size_t i = 0; i < sizeof(more) / sizeof(more[0]) && !found; i++)
         found = strcmp(cfg->only, more[i]) == 0;
     if (!found) {
@@ -242,6 +245,10 @@ int main(int argc, char **argv) {
     if (selected(&cfg, "naive")) {
         errors += bench_floor_adjacent(&cfg, &floor);
         errors += bench_naive_contend(&cfg, &floor, "hold_10ms", 4, false, 10000);
+    }
+    if (selected(&cfg, "layout_floor")) {
+        errors += bench_floor_adjacent(&cfg, &floor);
+        errors += bench_layout_floor_pair(&cfg, &floor, 8);
     }
     if (errors)
         fprintf(stderr, "dlock-bench: %lld error(s), see the JSON's \"errors\"\n", errors);

@@ -34,6 +34,7 @@ import sys
 IMPLS = [  # (key, column label, legend)
     ("dlock", "dlock", "dlock (this library), blocking face, threads share one client"),
     ("naive", "naive", "SET NX PX + compare-and-delete over hiredis, 1 ms polling, a connection per thread"),
+    ("layout_floor", "layout", "dlock's acquire.lua + release.lua alone over hiredis, a connection per thread (the layout's ceiling)"),
     ("redis-py", "rpy", "redis-py Lock, default sleep 100 ms, threads share one redis.Redis"),
     ("redis-py/min", "rpy/min", "redis-py Lock, sleep 1 ms"),
     ("redlock", "redlock", "npm redlock 4 on one ioredis client, default retryDelay 200 ms + jitter 100 ms"),
@@ -380,6 +381,11 @@ def target_rows(objs):
     ratio = per(own, naive)
     check("4", f"pairs/s T=8 a client each / naive T=8 ({big(naive)})", own, ">= 1x", ratio,
           ratio is not None and ratio >= 1)
+    # what caps 4: the layout's own ceiling, dlock's two scripts over plain hiredis
+    floor = fig("layout_floor", "uncontended_pair", 8).get("pairs_per_s")
+    if floor:
+        note("4'", f"layout_floor T=8 (dlock's scripts, plain hiredis) {big(floor)} pairs/s: "
+             f"dlock {r2(per(own, floor))}x of it, naive {r2(per(naive, floor))}x", big(floor))
 
     # 5. four processes in a tight loop on one lock
     f = fig("dlock", "contended_handoff", 4, "processes")
