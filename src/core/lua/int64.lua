@@ -26,6 +26,12 @@ end
 -- a + b, two 64-bit integer strings, exactly: the sum as a decimal string, or nil outside
 -- the 64-bit range (where INCRBY would fail).
 local function int64_add(a, b)
+    -- The usual case, counts far below 10^15: with at most 15 characters each, both and
+    -- their sum (below 2 * 10^15 < 2^53) are exact as Lua numbers, and the string work
+    -- below (which doubled a semaphore script's time) is not needed.
+    if #a <= 15 and #b <= 15 then
+        return string.format('%d', tonumber(a) + tonumber(b))
+    end
     local a_high, a_low = int64_halves(a)
     local b_high, b_low = int64_halves(b)
     local high, low = a_high + b_high, a_low + b_low
@@ -45,7 +51,7 @@ end
 -- A 64-bit integer string as a reply: an integer where a Lua number (a double) holds it
 -- exactly, below 2^53 = 9007199254740992, else the decimal string (the C side reads both).
 local function int64_reply(s)
-    if math.abs(int64_halves(s)) < 9007199 then
+    if #s <= 15 or math.abs(int64_halves(s)) < 9007199 then
         return tonumber(s)
     end
     return s
