@@ -631,6 +631,7 @@ static void on_down(dlock__link *link, int err) {
 void dlock__conn_init(dlock__conn *conn, dlock_client *c) {
     memset(conn, 0, sizeof(*conn));
     dlock__link_init(&conn->link, c, "command");
+    conn->link.counts_reconnects = true; /* the client's, or a Cluster node's */
     conn->link.select_db = true;
     conn->link.on_ready = on_ready;
     conn->link.on_down = on_down;

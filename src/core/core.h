@@ -177,9 +177,11 @@ struct dlock__link {
     const dlock__endpoint *target; /* where the current attempt connects */
     bool select_db;                /* SELECT on connect (the command link) */
     int handshake_pending;
-    int failures;     /* consecutive failed attempts (a ready link dropping counts): the
-                         backoff exponent, back to 0 only for a link that stayed up long */
-    int64_t ready_ms; /* when the link last became ready */
+    int failures;           /* consecutive failed attempts (a ready link dropping counts): the
+                               backoff exponent, back to 0 only for a link that stayed up long */
+    int64_t ready_ms;       /* when the link last became ready */
+    bool counts_reconnects; /* a command or subscriber link, of any node: dlock_stats counts
+                               each time it is ready again */
     int last_error;
     char last_error_text[200];
     dlock__timer timer; /* connect timeout, or the backoff delay */

@@ -136,7 +136,7 @@ void dlock__link_fail_later(dlock__link *link, int err, const char *why) {
 static void become_ready(dlock__link *link) {
     dlock__timer_stop(&link->client->sched, &link->timer);
     link->state = LINK_READY;
-    if (link->ready_ms && (link == &link->client->conn.link || link == &link->client->pubsub.link))
+    if (link->ready_ms && link->counts_reconnects)
         dlock__stat_add(link->client, DLOCK__STAT_RECONNECTS, 1); /* not the sentinel links */
     link->ready_ms = dlock__now_ms(); /* failures stay until the link proves stable */
     link->last_error = DLOCK_OK;

@@ -368,6 +368,7 @@ static int handshake_ping(dlock__link *link) {
 void dlock__pubsub_init(dlock__pubsub *ps, dlock_client *c) {
     memset(ps, 0, sizeof(*ps));
     dlock__link_init(&ps->link, c, "subscriber");
+    ps->link.counts_reconnects = true; /* the client's, or a Cluster shard's */
     ps->link.on_ready = on_ready;
     ps->link.on_down = on_down;
     ps->link.handshake_extra = handshake_ping;

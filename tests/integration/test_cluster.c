@@ -87,6 +87,40 @@ static void test_one_seed_of_many_is_enough_and_locks_work_on_every_master(void 
     dlock_client_free(c);
 }
 
+/* dlock_stats' reconnects counts the command connection of every master (and each shard's
+ * subscriber), not only the first node's. */
+static void test_reconnects_count_the_connection_of_every_master(void **state) {
+    (void)state;
+    dlock_client *c = cluster_client(cluster_fixture_hosts(fx));
+    char names[3][32];
+    names_on_every_master(names);
+    dlock_lock *l[3];
+    for (int i = 0; i < 3; i++) { /* a command connection to each master */
+        ASSERT_OK(dlock_lock_new(c, names[i], &l[i]));
+        ASSERT_OK(dlock_lock_acquire(l[i], 10000));
+        ASSERT_OK(dlock_lock_release(l[i]));
+    }
+    dlock_stats s;
+    dlock_stats_init(&s);
+    ASSERT_OK(dlock_client_stats(c, &s));
+    assert_int_equal(s.reconnects, 0);
+    int killed = 0;
+    for (int i = 0; i < 6; i++)
+        if (cluster_fixture_is_master(fx, i))
+            killed += redis_fixture_client_kill_type(cluster_fixture_node(fx, i), "normal");
+    assert_true(killed >= 3);
+    for (int i = 0; i < 3; i++) { /* every master is reached again */
+        ASSERT_OK(dlock_lock_acquire(l[i], 10000));
+        ASSERT_OK(dlock_lock_release(l[i]));
+        dlock_lock_free(l[i]);
+    }
+    ASSERT_OK(dlock_client_stats(c, &s));
+    printf("# %d connections killed on the masters: %llu reconnects\n", killed,
+           (unsigned long long)s.reconnects);
+    assert_true(s.reconnects >= 3);
+    dlock_client_free(c);
+}
+
 static void test_no_seed_reachable_is_econn(void **state) {
     (void)state;
     dlock_options o;
@@ -101,6 +135,7 @@ static void test_no_seed_reachable_is_econn(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_one_seed_of_many_is_enough_and_locks_work_on_every_master),
+        cmocka_unit_test(test_reconnects_count_the_connection_of_every_master),
         cmocka_unit_test(test_no_seed_reachable_is_econn),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
