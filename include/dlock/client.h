@@ -48,7 +48,10 @@ typedef struct dlock_options {
     int64_t retry_delay_ms;     /* 1000 (1..3600000, jittered): every reconnect waits; doubled
                                    up to 8x */
     int64_t fair_wait_ms;       /* 5000: how long a silent fair-lock waiter keeps its place */
-    void (*log_cb)(int level, const char *msg, void *arg); /* NULL: no logging; loop thread */
+    /* NULL: no logging. Called by the thread that runs the client's loop code at the time:
+     * the loop thread, or (blocking face) a thread starting its own call while the I/O
+     * thread sleeps; never two calls at once. */
+    void (*log_cb)(int level, const char *msg, void *arg);
     void *log_arg;
 } dlock_options;
 
