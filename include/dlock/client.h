@@ -138,7 +138,8 @@ typedef struct dlock_stats {
                                    where due = the previous confirmation's send time +
                                    watchdog_ms/3; the lease is lost at 2 x watchdog_ms/3 */
     uint64_t leases_lost;       /* leases found gone or not confirmed in time (lost callbacks) */
-    uint64_t reconnects;        /* command and subscriber connections made ready again */
+    uint64_t reconnects;        /* command and subscriber connections made ready again
+                                   (in a Cluster: every master's and shard's) */
     uint64_t messages;          /* pub/sub messages received */
 } dlock_stats;
 
