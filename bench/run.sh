@@ -15,7 +15,8 @@
 #
 #   1. dlock-bench: the floor (PING, PUBLISH delivery, the script ceiling through
 #      redis-benchmark), every dlock workload (redlock_acquire on the main server and the
-#      4 others), and the naive SET NX PX lock; then floor_ping once more over TCP; then
+#      4 others), the naive SET NX PX lock, and layout_floor (dlock's lock scripts alone
+#      over plain hiredis: the ceiling of Redisson's layout); then floor_ping once more over TCP; then
 #      dlock-bench-renewal (bench/renewal.c: 100k watchdog leases, QUICK=1 10k, held for 3
 #      periods; it prints the renewal target's line, met or missed, on stderr);
 #   2. the redis-py peer (bench/peers/python/redis_py_lock.py, Debian's python3-redis),
