@@ -15,6 +15,7 @@
 #define DLOCK_LOOP_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -75,7 +76,10 @@ void dlock__loop_io_stop(dlock__loop *loop, dlock__loop_io *io);
  * The I/O thread runs the loop holding share->mu (dlock__loop_run_shared) and lets go of
  * it only for the poll. A caller borrows the loop only then (dlock__loop_borrow never
  * waits: when the I/O thread is busy, the caller queues its call as before, and the busy
- * thread takes it in the same turn). A borrower runs loop-thread code, with two rules:
+ * thread takes it in the same turn; so does a caller that finds the I/O thread back from
+ * the poll and waiting for the mutex: however often callers come, the loop is lent
+ * between the I/O thread's turns, never instead of them). A borrower runs loop-thread
+ * code, with two rules:
  *   - the poll sleeps on the watchers it had when it began, so a change the borrower makes
  *     to one (a timer, a socket to watch) wakes the I/O thread when the loop is given back,
  *     and takes effect at once;
@@ -91,6 +95,7 @@ typedef struct dlock__loop_share {
     pthread_mutex_t mu;
     dlock__loop *loop;
     bool polling;          /* the I/O thread sleeps in the poll; under mu */
+    atomic_bool io_wants;  /* the poll is over, the I/O thread waits for mu: lend no more */
     bool changed;          /* the borrower changed a watcher; under mu */
     dlock__loop_fn let_go; /* runs each time the loop is let go (the poll, a give-back) */
     void *let_go_arg;

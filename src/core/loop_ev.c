@@ -172,7 +172,11 @@ static void release_for_poll(struct ev_loop *loop) {
 
 static void acquire_after_poll(struct ev_loop *loop) {
     dlock__loop_share *share = ev_userdata(loop);
+    /* A borrower that sees this gives the mutex up at once: a caller whose calls end
+     * without I/O (a local query in a loop) could otherwise keep taking it first. */
+    atomic_store(&share->io_wants, true);
     pthread_mutex_lock(&share->mu);
+    atomic_store(&share->io_wants, false);
     share->polling = false;
 }
 
@@ -187,6 +191,7 @@ void dlock__loop_share_init(dlock__loop_share *share, dlock__loop *loop, dlock__
     share->loop = loop;
     share->let_go = let_go;
     share->let_go_arg = let_go_arg;
+    atomic_init(&share->io_wants, false);
     dlock__loop_wake_init(&share->nudge, nudged, NULL);
     dlock__loop_wake_start(loop, &share->nudge);
     ev_set_userdata(loop, share);
@@ -209,7 +214,8 @@ void dlock__loop_run_shared(dlock__loop_share *share) {
 bool dlock__loop_borrow(dlock__loop_share *share) {
     if (pthread_mutex_trylock(&share->mu) != 0)
         return false;
-    if (!share->polling) { /* the I/O thread has not started, or has ended */
+    if (!share->polling || atomic_load(&share->io_wants)) {
+        /* the I/O thread has not started or has ended, or its poll is over */
         pthread_mutex_unlock(&share->mu);
         return false;
     }

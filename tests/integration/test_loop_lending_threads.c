@@ -10,6 +10,8 @@
  *     a thread woken for its reply finds the loop free to start its next call. */
 #include <pthread.h>
 #include <setjmp.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -100,6 +102,86 @@ static void test_a_command_bigger_than_the_socket_takes_is_sent_whole(void **sta
     redis_fixture_stop(f);
 }
 
+/* ---- a caller whose calls need no I/O ------------------------------------------------------ */
+
+typedef struct spinner {
+    dlock_lock *lock;
+    atomic_bool stop;
+    long calls, failures;
+} spinner;
+
+/* Asks its own lock's fencing token, a call answered from the client's memory: started on
+ * this thread each time the loop is free, and done before it gives the loop back. */
+static void *spinner_main(void *arg) {
+    spinner *s = arg;
+    if (dlock_lock_acquire(s->lock, 30000) != DLOCK_OK) {
+        s->failures++;
+        return NULL;
+    }
+    while (!atomic_load(&s->stop)) {
+        uint64_t token = 0;
+        if (dlock_lock_token(s->lock, &token) != DLOCK_OK || token == 0)
+            s->failures++;
+        s->calls++;
+    }
+    if (dlock_lock_release(s->lock) != DLOCK_OK)
+        s->failures++;
+    return NULL;
+}
+
+static void test_a_caller_looping_on_calls_without_io_never_keeps_the_io_thread_out(void **state) {
+    (void)state;
+    test_watchdog_arm(120, __func__);
+    redis_fixture *f = start_server();
+    const int64_t watchdog_ms = 300;
+    dlock_client *c = connect_client_cfg(f, (test_client_cfg){.watchdog_ms = watchdog_ms});
+    dlock_lock *held, *spun;
+    assert_int_equal(dlock_fencedlock_new(c, "held", &held), DLOCK_OK);
+    assert_int_equal(dlock_fencedlock_new(c, "spun", &spun), DLOCK_OK);
+    /* a lease the I/O thread must renew every 100 ms, or lose at 200 ms */
+    assert_int_equal(dlock_lock_acquire(held, DLOCK_WATCHDOG), DLOCK_OK);
+
+    spinner s = {.lock = spun};
+    atomic_init(&s.stop, false);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, spinner_main, &s), 0);
+    /* meanwhile this thread's calls need the I/O thread (their replies), as the renewals do */
+    int64_t longest_ping = 0, end = test_now_ms() + 3000;
+    int pings = 0, ping_failures = 0;
+    while (test_now_ms() < end) {
+        int64_t start = test_now_ms();
+        if (dlock_client_ping(c) != DLOCK_OK)
+            ping_failures++;
+        int64_t took = test_now_ms() - start;
+        longest_ping = took > longest_ping ? took : longest_ping;
+        pings++;
+        test_sleep_ms(20);
+    }
+    atomic_store(&s.stop, true);
+    pthread_join(t, NULL);
+
+    dlock_stats st;
+    dlock_stats_init(&st);
+    assert_int_equal(dlock_client_stats(c, &st), DLOCK_OK);
+    bool still_held = false;
+    assert_int_equal(dlock_lock_is_held(held, &still_held), DLOCK_OK);
+    printf("# %ld local calls beside %d pings (longest %lld ms): %llu renewals, worst lag "
+           "%lld ms, %llu lost\n",
+           s.calls, pings, (long long)longest_ping, (unsigned long long)st.renewals_sent,
+           (long long)st.renewal_lag_max_ms, (unsigned long long)st.leases_lost);
+    assert_int_equal(s.failures, 0);
+    assert_true(s.calls > 0);
+    assert_int_equal(ping_failures, 0);
+    assert_int_equal(st.leases_lost, 0);
+    assert_true(still_held);
+    ASSERT_BETWEEN(longest_ping, 0, test_slack_ms(100));
+    assert_int_equal(dlock_lock_release(held), DLOCK_OK);
+    dlock_lock_free(spun);
+    dlock_lock_free(held);
+    dlock_client_free(c);
+    redis_fixture_stop(f);
+}
+
 /* ---- many threads, one client ------------------------------------------------------------- */
 
 #define THREADS 16
@@ -162,6 +244,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_call_started_on_the_callers_thread_times_out_on_time),
         cmocka_unit_test(test_a_command_bigger_than_the_socket_takes_is_sent_whole),
+        cmocka_unit_test(test_a_caller_looping_on_calls_without_io_never_keeps_the_io_thread_out),
         cmocka_unit_test(test_many_threads_each_get_their_own_reply),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
