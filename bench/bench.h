@@ -106,6 +106,9 @@ void bench_json_end(long long errors); /* adds "errors", closes, prints, flushes
  * unix:///path[?password=P&user=U]), AUTHs if the URL has credentials. NULL on failure,
  * with the reason on stderr. *transport (may be NULL) gets "unix" or "tcp". */
 redisContext *bench_redis_connect(const char *url, const char **transport);
+/* "dlock-bench: <who> <what>: <why>" on stderr, why being the error reply, "unexpected
+ * reply", or rc's error when there is no reply; frees r. Returns -1. */
+int bench_reply_error(const redisContext *rc, redisReply *r, const char *who, const char *what);
 /* One field of INFO section (e.g. "server", "redis_version") into out. 0 or -1. */
 int bench_redis_info(redisContext *rc, const char *section, const char *field, char *out,
                      size_t outlen);

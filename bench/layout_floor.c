@@ -26,11 +26,7 @@ typedef struct floor_worker {
 } floor_worker;
 
 static int floor_error(floor_worker *w, redisReply *r, const char *what) {
-    fprintf(stderr, "dlock-bench: layout_floor %s: %s\n", what,
-            r ? (r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply") : w->rc->errstr);
-    if (r)
-        freeReplyObject(r);
-    return -1;
+    return bench_reply_error(w->rc, r, "layout_floor", what);
 }
 
 static int load(floor_worker *w, enum dlock__script_id id, char sha[48]) {

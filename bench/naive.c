@@ -29,11 +29,7 @@ typedef struct naive_worker {
 } naive_worker;
 
 static int naive_error(naive_worker *w, redisReply *r, const char *what) {
-    fprintf(stderr, "dlock-bench: naive %s: %s\n", what,
-            r ? (r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply") : w->rc->errstr);
-    if (r)
-        freeReplyObject(r);
-    return -1;
+    return bench_reply_error(w->rc, r, "naive", what);
 }
 
 static int naive_open(const bench_config *cfg, const char *name, void *shared, void **out) {

@@ -230,6 +230,14 @@ static bool reply_ok(redisContext *rc, redisReply *r, const char *what) {
     return ok;
 }
 
+int bench_reply_error(const redisContext *rc, redisReply *r, const char *who, const char *what) {
+    fprintf(stderr, "dlock-bench: %s %s: %s\n", who, what,
+            r ? (r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply") : rc->errstr);
+    if (r)
+        freeReplyObject(r);
+    return -1;
+}
+
 redisContext *bench_redis_connect(const char *url, const char **transport) {
     char user[128] = "", password[256] = "", host[256] = "", path[512] = "";
     int port = 6379;
