@@ -37,8 +37,7 @@ typedef struct dlock__loop_wake {
 /* A loop of dlock's own (the blocking face's I/O thread); NULL when none can be made. */
 dlock__loop *dlock__loop_new(void);
 void dlock__loop_free(dlock__loop *loop);
-/* Runs loop on the calling thread until a callback calls dlock__loop_break. */
-void dlock__loop_run(dlock__loop *loop);
+/* Ends dlock__loop_run_shared (below) once the running callback returns. */
 void dlock__loop_break(dlock__loop *loop);
 
 /* A one-shot timer: fn(arg) runs once, delay_ms (>= 0) after it was started. Starting a
@@ -113,7 +112,8 @@ typedef struct dlock__loop_share {
 void dlock__loop_share_init(dlock__loop_share *share, dlock__loop *loop, dlock__loop_fn let_go,
                             void *let_go_arg);
 void dlock__loop_share_destroy(dlock__loop_share *share);
-/* dlock__loop_run for the I/O thread, holding share->mu except while it polls. */
+/* Runs the loop on the calling thread (the I/O thread) until a callback calls
+ * dlock__loop_break, holding share->mu except while it polls. */
 void dlock__loop_run_shared(dlock__loop_share *share);
 /* True when the calling thread now holds the loop (the I/O thread sleeps in the poll);
  * false at once otherwise. Every true is followed by dlock__loop_give_back. */

@@ -66,10 +66,6 @@ void dlock__loop_free(dlock__loop *loop) {
     ev_loop_destroy(loop);
 }
 
-void dlock__loop_run(dlock__loop *loop) {
-    ev_run(loop, 0);
-}
-
 void dlock__loop_break(dlock__loop *loop) {
     ev_break(loop, EVBREAK_ALL);
 }
