@@ -397,14 +397,18 @@ typedef struct dlock__wait_ops {
     bool (*supply)(const char *msg, size_t len, int64_t *available);
     int64_t (*need)(const dlock__waiter *w);
     /* With a turn channel (dlock__wait_start_on): the longest another client's turn may keep
-     * this client's waiters asleep, ms (the object's promise to one waiter lapses by then). */
-    int64_t turn_ms;
+     * this client's waiters asleep, ms (the object's promise to one waiter lapses by then);
+     * and the patience of a waiter: one that has waited longer than turn_patience_ms is
+     * woken by every message, another client's turn or not, so that it competes for the
+     * next promise (wait.c, turns). */
+    int64_t turn_ms, turn_patience_ms;
 } dlock__wait_ops;
 
 struct dlock__waiter {
     const dlock__wait_ops *ops;
     dlock_client *client;
     int64_t deadline_ms; /* monotonic; INT64_MAX: no deadline */
+    int64_t started_ms;  /* monotonic: when the wait began */
     /* the engine's state */
     const char *channel;      /* the primitive's string; must live as long as the wait */
     const char *turn_channel; /* likewise, or NULL (dlock__wait_start_on) */

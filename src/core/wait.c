@@ -35,8 +35,13 @@
  * subscriber connection; and a turn read while the channel is confirmed (no UNSUBSCRIBE
  * sent since) was published while the channel was subscribed, so the message follows it.
  * (Read while the channel is not confirmed, a turn is ignored: the message, if it comes,
- * wakes as ever.) Should the named waiter never take its turn (it died, or left), the
- * promise lapses within ops->turn_ms; so a message let pass becomes a wake turn_ms later
+ * wakes as ever.) Two rules keep a waiter from sleeping through turns for ever. A promise
+ * is kept only by the waiters that attempt: one asleep claims nothing, so while the same
+ * two clients kept passing the turn between them a third would never be named. Hence
+ * patience: a message wakes as ever when the oldest sleeper has waited longer than
+ * ops->turn_patience_ms, and that waiter competes for the next promise. And should the
+ * named waiter never take its turn (it died, or left), the promise lapses within
+ * ops->turn_ms: a message let pass becomes a wake turn_ms after the first one let pass
  * unless another message or a (re)subscription comes first. A turn channel the server
  * refuses is not asked for again by this client: its waiters wake on every message, as
  * without turns.
@@ -201,14 +206,23 @@ static int64_t queue_wake_supply(wait_queue *q, int64_t available) {
     return woken;
 }
 
+/* Whether the queue's oldest sleeper has waited past its patience (see turns above). */
+static bool oldest_sleeper_impatient(const wait_queue *q) {
+    for (const dlock__waiter *w = q->head; w; w = w->next)
+        if (w->state == W_SLEEPING)
+            return dlock__now_ms() - w->started_ms > w->ops->turn_patience_ms;
+    return false;
+}
+
 static void on_queue_message(dlock__listener *l, const char *msg, size_t len) {
     wait_queue *q = DLOCK__CONTAINER_OF(l, wait_queue, listener);
-    if (q->turn_elsewhere) {
+    if (q->turn_elsewhere && !oldest_sleeper_impatient(q)) {
         /* another client's waiter was promised this one: nobody here looks, unless the
-         * promise lapses first */
+         * promise lapses first (counted from the first message let pass) */
         q->turn_elsewhere = false;
         dlock__stat_add(q->client, DLOCK__STAT_WAKES_SPARED, 1);
-        dlock__timer_start(&q->client->sched, &q->turn_lapse, q->turn_ms);
+        if (!dlock__timer_active(&q->turn_lapse))
+            dlock__timer_start(&q->client->sched, &q->turn_lapse, q->turn_ms);
         return;
     }
     turn_settled(q);
@@ -449,6 +463,7 @@ void dlock__wait_start_on(dlock__waiter *w, dlock__handle *h, const dlock__wait_
     w->client = h->client;
     w->channel = channel;
     w->turn_channel = channel ? turn_channel : NULL;
+    w->started_ms = dlock__now_ms();
     w->deadline_ms = dlock__deadline_ms(wait_ms);
     dlock__timer_init(&w->timer, on_timer, w);
     if (!channel)

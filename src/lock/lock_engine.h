@@ -71,9 +71,10 @@ typedef struct dlock__lock_kind {
      * whose turn the lock is (the hand-off, release.lua), a string of the kind's data (NULL:
      * none, as in a Cluster); and turn_ms, the longest such a turn holds the lock for its
      * waiter (the marker's lifetime). A client none of whose waiters is named lets that
-     * release wake nobody (the waiting engine's turns, dlock_int.h). */
+     * release wake nobody, unless its oldest waiter has waited longer than
+     * turn_patience_ms (the waiting engine's turns, dlock_int.h). */
     const char *(*turn_channel)(const dlock__lock_view *v);
-    int64_t turn_ms;
+    int64_t turn_ms, turn_patience_ms;
     /* A kind without pub/sub (the spin lock): its release publishes nothing, so a waiting
      * owner subscribes to nothing and attempts again only when busy_hint says (or at its
      * deadline). */

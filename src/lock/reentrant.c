@@ -24,13 +24,20 @@
  *
  * The turn channel makes one process, not every one, answer a release: a client none of
  * whose waiters the release names lets its "0" wake nobody (release.lua; the waiting
- * engine's turns, src/core/wait.c). Its waiters look again HANDOFF_MARKER_MS later at the
- * latest, by when a promise to a waiter that never came has lapsed. */
+ * engine's turns, src/core/wait.c), unless its oldest waiter has waited longer than
+ * TURN_PATIENCE_MS, and its waiters look again HANDOFF_MARKER_MS later at the latest, by
+ * when a promise to a waiter that never came has lapsed. */
 
 #include "dlock_object.h"
 #include "lock_engine.h"
 
 #define HANDOFF_MARKER_MS 100
+/* How long a waiter sleeps through releases promised to other clients' waiters before it
+ * is woken by them again, to compete for the next promise (see turns above): a few
+ * hand-offs (one takes 60-150 µs on a loopback), short beside the 10 ms a waiter may wait
+ * under contention (docs/benchmarks.md, target 5). 1 ms beside 2 ms: the same scripts per
+ * section, a fairer spread across processes (contended_handoff, 4 processes). */
+#define TURN_PATIENCE_MS 1
 
 /* The kind's data: its dlock-only names. */
 typedef struct handoff_names {
@@ -141,6 +148,7 @@ static const dlock__lock_kind reentrant_kind = {
     .wake_count = dlock__wake_one, /* a freed lock lets one waiter of a client in */
     .turn_channel = turn_channel,
     .turn_ms = HANDOFF_MARKER_MS,
+    .turn_patience_ms = TURN_PATIENCE_MS,
     .gave_up = gave_up,
     .data_new = names_new,
     .data_free = names_free,

@@ -11,10 +11,22 @@
 #define NO_LAPSE_MS 60000
 #define LAPSE_MS 200
 
-static const dlock__wait_ops ops_turns = {
-    .attempt = waiter_attempt, .wake_count = wake_one, .done = waiter_done, .turn_ms = NO_LAPSE_MS};
-static const dlock__wait_ops ops_turns_lapsing = {
-    .attempt = waiter_attempt, .wake_count = wake_one, .done = waiter_done, .turn_ms = LAPSE_MS};
+static const dlock__wait_ops ops_turns = {.attempt = waiter_attempt,
+                                          .wake_count = wake_one,
+                                          .done = waiter_done,
+                                          .turn_ms = NO_LAPSE_MS,
+                                          .turn_patience_ms = NO_LAPSE_MS};
+static const dlock__wait_ops ops_turns_lapsing = {.attempt = waiter_attempt,
+                                                  .wake_count = wake_one,
+                                                  .done = waiter_done,
+                                                  .turn_ms = LAPSE_MS,
+                                                  .turn_patience_ms = NO_LAPSE_MS};
+/* Waiters out of patience at once: woken by every message, another client's turn or not. */
+static const dlock__wait_ops ops_turns_impatient = {.attempt = waiter_attempt,
+                                                    .wake_count = wake_one,
+                                                    .done = waiter_done,
+                                                    .turn_ms = NO_LAPSE_MS,
+                                                    .turn_patience_ms = 0};
 
 #define CHANNEL "t:{turns}:ch"
 #define TURN_CHANNEL "t:{turns}:turn"
@@ -109,6 +121,26 @@ static void test_a_turn_of_one_of_its_own_owners_wakes_as_ever(void **state) {
     end_waits(w, ws);
 }
 
+/* A waiter that has waited past its patience is woken by another client's turn: it competes
+ * for the next promise instead of sleeping through every release promised to others. */
+static void test_a_waiter_out_of_patience_is_woken_by_another_clients_turn(void **state) {
+    world *w = *state;
+    test_watchdog_arm(BUDGET_S, __func__);
+    test_waiter *ws[2];
+    two_sleepers(w, ws, &ops_turns_impatient); /* settled: asleep for 50 ms and more */
+    dlock_stats before = stats_of(w->c);
+
+    release_with_turn(w, "00000000-0000-4000-8000-000000000000:7");
+    bool ok = false;
+    POLL_UNTIL(ok, look(ws[0]).woken_attempts == 1, test_slack_ms(2000));
+    assert_true(ok);
+    dlock_stats after = stats_of(w->c);
+    assert_int_equal(after.wakes, before.wakes + 1);
+    assert_int_equal(after.wakes_spared, before.wakes_spared);
+    assert_int_equal(look(ws[1]).woken_attempts, 0);
+    end_waits(w, ws);
+}
+
 /* Another client's owner whose id merely begins like this client's is not this client's. */
 static void test_an_owner_field_is_ours_only_with_our_whole_id_and_a_colon(void **state) {
     world *w = *state;
@@ -158,6 +190,8 @@ int main(void) {
             test_a_turn_of_another_clients_owner_lets_the_message_wake_nobody, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_turn_of_one_of_its_own_owners_wakes_as_ever, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_waiter_out_of_patience_is_woken_by_another_clients_turn, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_an_owner_field_is_ours_only_with_our_whole_id_and_a_colon, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_turn_let_pass_wakes_the_waiters_once_it_has_lapsed,
