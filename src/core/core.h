@@ -385,6 +385,7 @@ typedef struct dlock__waits {
     dlock__map queues;         /* channel -> wait queue */
     dlock__waiter *no_channel; /* the waits without a channel (they sleep at their hint) */
     bool turns_refused;        /* the server refused a turn channel: ask for none again */
+    bool closing;              /* dlock__waits_close has begun */
 } dlock__waits;
 
 void dlock__waits_init(dlock__waits *w);

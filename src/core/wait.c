@@ -19,6 +19,13 @@
  * herd inside the process. A woken waiter that leaves without using its wake (timed out,
  * canceled) hands it to the next sleeper.
  *
+ * A queue lingers LINGER_MS after its last waiter left (from that moment: messages do not
+ * prolong it), its subscriptions kept: a client that waits on the same object again soon (a
+ * loop under contention, a holder that comes back) finds them confirmed, and its wait
+ * sleeps after its first "busy" instead of sending a SUBSCRIBE, an attempt once it is
+ * confirmed, and an UNSUBSCRIBE at the end. A queue whose subscription was refused does
+ * not linger (the next waiter asks again), nor does any once the client is closing.
+ *
  * Lost wake-ups are ruled out by an event count per queue: a waiter records it when its
  * attempt goes out, and if any message or (re)subscription happened before the "busy"
  * answer is in, it attempts again instead of sleeping. Redis writes a PUBLISH caused by a
@@ -64,6 +71,9 @@
 /* The shortest sleep after a "busy" (see sleep_until_woken). */
 #define MIN_SLEEP_MS 1
 
+/* How long a queue outlives its last waiter (see "A queue lingers" above). */
+#define LINGER_MS 100
+
 enum waiter_state { W_IDLE, W_TRYING, W_SUBSCRIBING, W_SLEEPING, W_DONE };
 
 typedef struct wait_queue {
@@ -75,6 +85,7 @@ typedef struct wait_queue {
     bool turn_elsewhere;     /* the next message's turn is another client's: it wakes nobody */
     dlock__timer turn_lapse; /* a message let pass wakes as it would have, this late */
     int64_t turn_ms;
+    dlock__timer linger; /* running while the queue has no waiter: its end frees it */
     dlock__waiter *head, *tail;
     size_t count;
     uint64_t events; /* messages, kicks and (re)confirmations seen */
@@ -91,6 +102,7 @@ static wait_queue *queue_of(dlock__waiter *w) {
 
 static void queue_free(wait_queue *q) {
     dlock__map_remove(&q->client->waits.queues, q->channel);
+    dlock__timer_stop(&q->client->sched, &q->linger);
     dlock__timer_stop(&q->client->sched, &q->turn_lapse);
     if (q->turn_channel)
         dlock__unlisten(q->client, &q->turn_listener);
@@ -111,7 +123,20 @@ static void wake(dlock__waiter *w) {
     attempt(w);
 }
 
+/* A queue without waiters lingers (see above), unless its subscription was refused (the
+ * next waiter asks again) or the client is closing. */
 static void queue_release_if_empty(wait_queue *q) {
+    if (q->count > 0 || q->dispatching > 0)
+        return;
+    if (q->error != DLOCK_OK || q->client->waits.closing)
+        queue_free(q);
+    else if (!dlock__timer_active(&q->linger)) /* from the last waiter's leaving, not later */
+        dlock__timer_start(&q->client->sched, &q->linger, LINGER_MS);
+}
+
+static void on_linger_over(dlock__timer *t, void *arg) {
+    (void)t;
+    wait_queue *q = arg;
     if (q->count == 0 && q->dispatching == 0)
         queue_free(q);
 }
@@ -306,12 +331,14 @@ static int join(dlock__waiter *w) {
         }
         q->error = dlock__listener_error(&q->listener); /* a channel refused already */
         dlock__timer_init(&q->turn_lapse, on_turn_lapse, q);
+        dlock__timer_init(&q->linger, on_linger_over, q);
         rc = listen_turns(q, w);
         if (rc != DLOCK_OK) {
             queue_free(q);
             return rc;
         }
     }
+    dlock__timer_stop(&c->sched, &q->linger); /* it has a waiter again */
     w->queue = q;
     w->prev = q->tail;
     w->next = NULL;
@@ -539,6 +566,7 @@ void dlock__waits_init(dlock__waits *ws) {
     dlock__map_init(&ws->queues);
     ws->no_channel = NULL;
     ws->turns_refused = false;
+    ws->closing = false;
 }
 
 static void collect_queue(const char *key, void *value, void *arg) {
@@ -549,6 +577,7 @@ static void collect_queue(const char *key, void *value, void *arg) {
 
 void dlock__waits_close(dlock__waits *ws, dlock_client *c) {
     (void)c;
+    ws->closing = true; /* no queue lingers: each goes with its last waiter */
     size_t n = ws->queues.count;
     wait_queue **all = n ? dlock__malloc(sizeof(*all) * n) : NULL, **cursor = all;
     if (all) {

@@ -286,7 +286,12 @@ static int acquire_then_release(void *arg) {
 
 /* Starts w on a new thread and returns once it sleeps as a waiter: subscribed, and both
  * of its attempts (the first, and the one after the subscription was confirmed) ran. */
+/* The waiter's client has no subscription left from an earlier round (a wait's lingers
+ * 100 ms after it): this one subscribes, and sleeps after its second attempt. */
 static void start_waiter_and_let_it_sleep(redis_fixture *f, const char *channel, timed_waiter *w) {
+    bool gone = false;
+    POLL_UNTIL(gone, numsub(f, channel) == 0, slack_ms(2000));
+    assert_true(gone);
     blocking_call_start_asleep(&w->call, acquire_then_release, w, f,
                                (asleep_sign){channel, 1, 2, NULL});
 }
