@@ -384,8 +384,6 @@ int dlock__listener_error(const dlock__listener *l);
 typedef struct dlock__waits {
     dlock__map queues;         /* channel -> wait queue */
     dlock__waiter *no_channel; /* the waits without a channel (they sleep at their hint) */
-    bool turns_refused;        /* the server refused a turn channel: ask for none again */
-    bool closing;              /* dlock__waits_close has begun */
 } dlock__waits;
 
 void dlock__waits_init(dlock__waits *w);
@@ -444,8 +442,6 @@ enum dlock__stat {
     DLOCK__STAT_LEASES_LOST,
     DLOCK__STAT_RECONNECTS,
     DLOCK__STAT_MESSAGES,
-    DLOCK__STAT_WAKES,
-    DLOCK__STAT_WAKES_SPARED,
     DLOCK__STAT_COUNT
 };
 

@@ -19,39 +19,12 @@
  * herd inside the process. A woken waiter that leaves without using its wake (timed out,
  * canceled) hands it to the next sleeper.
  *
- * A queue lingers LINGER_MS after its last waiter left (from that moment: messages do not
- * prolong it), its subscriptions kept: a client that waits on the same object again soon (a
- * loop under contention, a holder that comes back) finds them confirmed, and its wait
- * sleeps after its first "busy" instead of sending a SUBSCRIBE, an attempt once it is
- * confirmed, and an UNSUBSCRIBE at the end. A queue whose subscription was refused does
- * not linger (the next waiter asks again), nor does any once the client is closing.
- *
  * Lost wake-ups are ruled out by an event count per queue: a waiter records it when its
  * attempt goes out, and if any message or (re)subscription happened before the "busy"
  * answer is in, it attempts again instead of sleeping. Redis writes a PUBLISH caused by a
  * release to the subscriber connection after it answered every command it ran before that
  * release, so a message not yet seen when "busy" arrives is still on its way to a waiter
  * that is by then in the queue.
- *
- * Turns (a lock's hand-off, release.lua): pub/sub is a broadcast, so a release would wake a
- * waiter in every client. When the object names, on the queue's turn channel, the owner
- * whose turn the next message is, a client none of whose owners it names lets that message
- * wake nobody: across processes one waiter answers the release, as within one. Why the next
- * message on the channel is the one the turn is about: the object publishes the turn and
- * then the message from one script, so a subscriber of both gets them back to back on its
- * subscriber connection; and a turn read while the channel is confirmed (no UNSUBSCRIBE
- * sent since) was published while the channel was subscribed, so the message follows it.
- * (Read while the channel is not confirmed, a turn is ignored: the message, if it comes,
- * wakes as ever.) Two rules keep a waiter from sleeping through turns for ever. A promise
- * is kept only by the waiters that attempt: one asleep claims nothing, so while the same
- * two clients kept passing the turn between them a third would never be named. Hence
- * patience: a message wakes as ever when the oldest sleeper has waited longer than
- * ops->turn_patience_ms, and that waiter competes for the next promise. And should the
- * named waiter never take its turn (it died, or left), the promise lapses within
- * ops->turn_ms: a message let pass becomes a wake turn_ms after the first one let pass
- * unless another message or a (re)subscription comes first. A turn channel the server
- * refuses is not asked for again by this client: its waiters wake on every message, as
- * without turns.
  *
  * A subscription the server refuses (the user's ACL lacks the channel) ends every wait on
  * the queue with DLOCK_ENOPERM at once, as the next waiter to join it: without messages a
@@ -71,21 +44,12 @@
 /* The shortest sleep after a "busy" (see sleep_until_woken). */
 #define MIN_SLEEP_MS 1
 
-/* How long a queue outlives its last waiter (see "A queue lingers" above). */
-#define LINGER_MS 100
-
 enum waiter_state { W_IDLE, W_TRYING, W_SUBSCRIBING, W_SLEEPING, W_DONE };
 
 typedef struct wait_queue {
     dlock_client *client;
     char *channel;
     dlock__listener listener;
-    dlock__listener turn_listener; /* on turn_channel, if any */
-    char *turn_channel;
-    bool turn_elsewhere;     /* the next message's turn is another client's: it wakes nobody */
-    dlock__timer turn_lapse; /* a message let pass wakes as it would have, this late */
-    int64_t turn_ms;
-    dlock__timer linger; /* running while the queue has no waiter: its end frees it */
     dlock__waiter *head, *tail;
     size_t count;
     uint64_t events; /* messages, kicks and (re)confirmations seen */
@@ -102,56 +66,26 @@ static wait_queue *queue_of(dlock__waiter *w) {
 
 static void queue_free(wait_queue *q) {
     dlock__map_remove(&q->client->waits.queues, q->channel);
-    dlock__timer_stop(&q->client->sched, &q->linger);
-    dlock__timer_stop(&q->client->sched, &q->turn_lapse);
-    if (q->turn_channel)
-        dlock__unlisten(q->client, &q->turn_listener);
     dlock__unlisten(q->client, &q->listener);
-    dlock__free(q->turn_channel);
     dlock__free(q->channel);
     dlock__free(q);
 }
 
-/* A message, or the subscription (re)confirmed: whatever turn was pending is settled. */
-static void turn_settled(wait_queue *q) {
-    q->turn_elsewhere = false;
-    dlock__timer_stop(&q->client->sched, &q->turn_lapse);
-}
-
-static void wake(dlock__waiter *w) {
-    w->woken = true;
-    attempt(w);
-}
-
-/* A queue without waiters lingers (see above), unless its subscription was refused (the
- * next waiter asks again) or the client is closing. */
 static void queue_release_if_empty(wait_queue *q) {
-    if (q->count > 0 || q->dispatching > 0)
-        return;
-    if (q->error != DLOCK_OK || q->client->waits.closing)
-        queue_free(q);
-    else if (!dlock__timer_active(&q->linger)) /* from the last waiter's leaving, not later */
-        dlock__timer_start(&q->client->sched, &q->linger, LINGER_MS);
-}
-
-static void on_linger_over(dlock__timer *t, void *arg) {
-    (void)t;
-    wait_queue *q = arg;
     if (q->count == 0 && q->dispatching == 0)
         queue_free(q);
 }
 
-/* Wakes up to n (-1: all) sleeping waiters, oldest first; returns how many. */
-static int64_t queue_wake(wait_queue *q, int n) {
-    int64_t woken = 0;
+/* Wakes up to n (-1: all) sleeping waiters, oldest first. */
+static void queue_wake(wait_queue *q, int n) {
     q->events++;
     q->dispatching++;
     dlock__waiter *w = q->head;
     while (w && n != 0) {
         dlock__waiter *next = w->next;
         if (w->state == W_SLEEPING) {
-            wake(w);
-            woken++;
+            w->woken = true;
+            attempt(w);
             if (n > 0)
                 n--;
         }
@@ -159,13 +93,11 @@ static int64_t queue_wake(wait_queue *q, int n) {
     }
     q->dispatching--;
     queue_release_if_empty(q);
-    return woken;
 }
 
 /* Every sleeping or subscribing waiter attempts again: the subscription is (again)
  * confirmed, and messages may have been missed while it was not. */
 static void queue_refresh(wait_queue *q) {
-    turn_settled(q);
     q->events++;
     q->dispatching++;
     dlock__waiter *w = q->head;
@@ -205,10 +137,8 @@ static void on_queue_ready(dlock__listener *l) {
 }
 
 /* Wakes the oldest sleepers whose needs fit in available, stopping at the first that does
- * not fit; waiters with an attempt in flight count against the supply too. Returns how
- * many it woke. */
-static int64_t queue_wake_supply(wait_queue *q, int64_t available) {
-    int64_t woken = 0;
+ * not fit; waiters with an attempt in flight count against the supply too. */
+static void queue_wake_supply(wait_queue *q, int64_t available) {
     q->events++;
     q->dispatching++;
     dlock__waiter *w = q->head;
@@ -220,90 +150,26 @@ static int64_t queue_wake_supply(wait_queue *q, int64_t available) {
                 break;
             available -= need;
             if (w->state == W_SLEEPING) {
-                wake(w);
-                woken++;
+                w->woken = true;
+                attempt(w);
             }
         }
         w = next;
     }
     q->dispatching--;
     queue_release_if_empty(q);
-    return woken;
-}
-
-/* Whether the queue's oldest sleeper has waited past its patience (see turns above). */
-static bool oldest_sleeper_impatient(const wait_queue *q) {
-    for (const dlock__waiter *w = q->head; w; w = w->next)
-        if (w->state == W_SLEEPING)
-            return dlock__now_ms() - w->started_ms > w->ops->turn_patience_ms;
-    return false;
 }
 
 static void on_queue_message(dlock__listener *l, const char *msg, size_t len) {
     wait_queue *q = DLOCK__CONTAINER_OF(l, wait_queue, listener);
-    if (q->turn_elsewhere && !oldest_sleeper_impatient(q)) {
-        /* another client's waiter was promised this one: nobody here looks, unless the
-         * promise lapses first (counted from the first message let pass) */
-        q->turn_elsewhere = false;
-        dlock__stat_add(q->client, DLOCK__STAT_WAKES_SPARED, 1);
-        if (!dlock__timer_active(&q->turn_lapse))
-            dlock__timer_start(&q->client->sched, &q->turn_lapse, q->turn_ms);
-        return;
-    }
-    turn_settled(q);
-    dlock_client *c = q->client; /* q may be gone after the wake */
     /* Every waiter of a queue belongs to the same kind of object: ask the first. */
     const dlock__wait_ops *ops = q->head ? q->head->ops : NULL;
-    int64_t available, woken;
-    if (ops && ops->supply && ops->need && ops->supply(msg, len, &available))
-        woken = queue_wake_supply(q, available);
-    else
-        woken = queue_wake(q, ops && ops->wake_count ? ops->wake_count(msg, len) : -1);
-    dlock__stat_add(c, DLOCK__STAT_WAKES, woken);
-}
-
-/* The turn lapsed: the message let pass wakes as a lock's "0" does. */
-static void on_turn_lapse(dlock__timer *t, void *arg) {
-    (void)t;
-    wait_queue *q = arg;
-    const dlock__wait_ops *ops = q->head ? q->head->ops : NULL;
-    (void)queue_wake(q, ops && ops->wake_count ? ops->wake_count("0", 1) : -1);
-}
-
-static void on_turn(dlock__listener *l, const char *msg, size_t len) {
-    wait_queue *q = DLOCK__CONTAINER_OF(l, wait_queue, turn_listener);
-    q->turn_elsewhere =
-        dlock__listener_ready(&q->listener) && !dlock__owner_field_is_ours(q->client, msg, len);
-}
-
-/* The turn channel confirmed, or refused: refused, this client asks for none again (the
- * server's error was logged once by the router) and its waiters wake as without turns. */
-static void on_turn_ready(dlock__listener *l) {
-    wait_queue *q = DLOCK__CONTAINER_OF(l, wait_queue, turn_listener);
-    if (dlock__listener_error(l) == DLOCK_OK)
+    int64_t available;
+    if (ops && ops->supply && ops->need && ops->supply(msg, len, &available)) {
+        queue_wake_supply(q, available);
         return;
-    q->client->waits.turns_refused = true;
-    dlock__unlisten(q->client, l);
-    dlock__free(q->turn_channel);
-    q->turn_channel = NULL;
-}
-
-/* q listens on the waiter's turn channel too (after its own channel: see turns above). */
-static int listen_turns(wait_queue *q, const dlock__waiter *w) {
-    if (!w->turn_channel || q->client->waits.turns_refused)
-        return DLOCK_OK;
-    q->turn_channel = dlock__strdup(w->turn_channel);
-    if (!q->turn_channel)
-        return DLOCK_ENOMEM;
-    q->turn_ms = w->ops->turn_ms;
-    q->turn_listener.on_ready = on_turn_ready;
-    q->turn_listener.on_message = on_turn;
-    int rc = dlock__listen(q->client, q->turn_channel, &q->turn_listener);
-    if (rc != DLOCK_OK) {
-        dlock__free(q->turn_channel);
-        q->turn_channel = NULL;
     }
-    return rc;
+    queue_wake(q, ops && ops->wake_count ? ops->wake_count(msg, len) : -1);
 }
 
 static int join(dlock__waiter *w) {
@@ -330,15 +196,7 @@ static int join(dlock__waiter *w) {
             return rc;
         }
         q->error = dlock__listener_error(&q->listener); /* a channel refused already */
-        dlock__timer_init(&q->turn_lapse, on_turn_lapse, q);
-        dlock__timer_init(&q->linger, on_linger_over, q);
-        rc = listen_turns(q, w);
-        if (rc != DLOCK_OK) {
-            queue_free(q);
-            return rc;
-        }
     }
-    dlock__timer_stop(&c->sched, &q->linger); /* it has a waiter again */
     w->queue = q;
     w->prev = q->tail;
     w->next = NULL;
@@ -372,7 +230,8 @@ static void leave(dlock__waiter *w) {
         q->dispatching++;
         for (dlock__waiter *o = q->head; o; o = o->next) {
             if (o->state == W_SLEEPING) {
-                wake(o);
+                o->woken = true;
+                attempt(o);
                 break;
             }
         }
@@ -479,7 +338,7 @@ static void finish(dlock__waiter *w, int status) {
 }
 
 void dlock__wait_start_on(dlock__waiter *w, dlock__handle *h, const dlock__wait_ops *ops,
-                          const char *channel, const char *turn_channel, int64_t wait_ms) {
+                          const char *channel, int64_t wait_ms) {
     memset(w, 0, sizeof(*w));
     w->handle = h;
     w->handle_next = h->waiters;
@@ -489,8 +348,6 @@ void dlock__wait_start_on(dlock__waiter *w, dlock__handle *h, const dlock__wait_
     w->ops = ops;
     w->client = h->client;
     w->channel = channel;
-    w->turn_channel = channel ? turn_channel : NULL;
-    w->started_ms = dlock__now_ms();
     w->deadline_ms = dlock__deadline_ms(wait_ms);
     dlock__timer_init(&w->timer, on_timer, w);
     if (!channel)
@@ -559,14 +416,12 @@ void dlock__wait_cancel(dlock__waiter *w) {
 void dlock__wait_kick(dlock_client *c, const char *channel, int n) {
     wait_queue *q = channel ? dlock__map_get(&c->waits.queues, channel) : NULL;
     if (q)
-        (void)queue_wake(q, n);
+        queue_wake(q, n);
 }
 
 void dlock__waits_init(dlock__waits *ws) {
     dlock__map_init(&ws->queues);
     ws->no_channel = NULL;
-    ws->turns_refused = false;
-    ws->closing = false;
 }
 
 static void collect_queue(const char *key, void *value, void *arg) {
@@ -577,7 +432,6 @@ static void collect_queue(const char *key, void *value, void *arg) {
 
 void dlock__waits_close(dlock__waits *ws, dlock_client *c) {
     (void)c;
-    ws->closing = true; /* no queue lingers: each goes with its last waiter */
     size_t n = ws->queues.count;
     wait_queue **all = n ? dlock__malloc(sizeof(*all) * n) : NULL, **cursor = all;
     if (all) {

@@ -193,21 +193,17 @@ void dlock__acquire_done(dlock__waiter *w, int status) {
 }
 
 /* Where the owner waits: nowhere for a kind without pub/sub, the kind's own channel for
- * this owner, or the lock's, with the kind's turn channel. false on ENOMEM. */
-static bool waiting_channel(lock_op *op, const char **channel, const char **turn_channel) {
+ * this owner, or the lock's. false on ENOMEM. */
+static bool waiting_channel(lock_op *op, const char **channel) {
     lock_handle *l = op->lock;
     hold *h = op->hold;
     *channel = l->kind->no_channel ? NULL : l->channel;
-    *turn_channel = NULL;
-    if (l->kind->no_channel)
+    if (l->kind->no_channel || !l->kind->waiter_channel)
         return true;
-    dlock__lock_view v = dlock__view_of(l, h, op->lease_ms);
-    if (!l->kind->waiter_channel) {
-        *turn_channel = l->kind->turn_channel ? l->kind->turn_channel(&v) : NULL;
-        return true;
-    }
-    if (!h->waiter_channel)
+    if (!h->waiter_channel) {
+        dlock__lock_view v = dlock__view_of(l, h, op->lease_ms);
         h->waiter_channel = l->kind->waiter_channel(&v);
+    }
     *channel = h->waiter_channel;
     return h->waiter_channel != NULL;
 }
@@ -220,12 +216,11 @@ void dlock__acquire_start(dlock__op *o) {
     hold *h = op->hold = dlock__hold_get(l, op->owner);
     /* the lease is registered before the acquire is sent: a release never runs ahead */
     bool watched = h && (op->lease_ms != DLOCK_WATCHDOG || h->watchdog || dlock__hold_watch(l, h));
-    const char *channel, *turn_channel;
-    if (!watched || !waiting_channel(op, &channel, &turn_channel)) {
+    const char *channel;
+    if (!watched || !waiting_channel(op, &channel)) {
         dlock__lock_op_fail(op, DLOCK_ENOMEM, NULL);
         return;
     }
     op->waiting = true;
-    dlock__wait_start_on(&op->waiter, &l->handle, &h->state->wait_ops, channel, turn_channel,
-                         op->wait_ms);
+    dlock__wait_start_on(&op->waiter, &l->handle, &h->state->wait_ops, channel, op->wait_ms);
 }

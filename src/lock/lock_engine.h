@@ -67,14 +67,6 @@ typedef struct dlock__lock_kind {
     /* Optional: the channel a waiting owner listens on, as a new string (NULL hook: the
      * lock's channel, shared by every waiter). Not used by a kind with no_channel. */
     char *(*waiter_channel)(const dlock__lock_view *v);
-    /* Optional, with the lock's channel: where the kind's last release names the waiter
-     * whose turn the lock is (the hand-off, release.lua), a string of the kind's data (NULL:
-     * none, as in a Cluster); and turn_ms, the longest such a turn holds the lock for its
-     * waiter (the marker's lifetime). A client none of whose waiters is named lets that
-     * release wake nobody, unless its oldest waiter has waited longer than
-     * turn_patience_ms (the waiting engine's turns, dlock_int.h). */
-    const char *(*turn_channel)(const dlock__lock_view *v);
-    int64_t turn_ms, turn_patience_ms;
     /* A kind without pub/sub (the spin lock): its release publishes nothing, so a waiting
      * owner subscribes to nothing and attempts again only when busy_hint says (or at its
      * deadline). */

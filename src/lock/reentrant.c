@@ -8,8 +8,6 @@
  *   redisson_lock_token:{N}        fenced lock: string counter, INCR per acquisition, no TTL
  *   {N}:handoff                    dlock only: string, the owner field of the waiter the
  *                                  next turn is promised to; PEXPIRE = HANDOFF_MARKER_MS
- *   dlock_lock_turn__channel:{N}   dlock only: channel; the last release publishes the
- *                                  marker's owner field there just before "0"
  * Scripts beside this file: acquire.lua, release.lua, force_release.lua; the watchdog
  * renews with the core's renew_hash.lua. (set_lease.lua and raise_token.lua serve the
  * composites, member.h.)
@@ -20,45 +18,23 @@
  * HANDOFF_MARKER_MS from its owner's latest busy attempt: far longer than a woken waiter
  * takes to come (one message and one round trip), short enough that a waiter that died
  * holds nobody back for long; one that leaves takes its claim back (its last attempt, or
- * handoff_drop.lua). A Cluster client does not use the marker (acquire.lua says why).
- *
- * The turn channel makes one process, not every one, answer a release: a client none of
- * whose waiters the release names lets its "0" wake nobody (release.lua; the waiting
- * engine's turns, src/core/wait.c), unless its oldest waiter has waited longer than
- * TURN_PATIENCE_MS, and its waiters look again HANDOFF_MARKER_MS later at the latest, by
- * when a promise to a waiter that never came has lapsed. */
+ * handoff_drop.lua). A Cluster client does not use the marker (acquire.lua says why). */
 
 #include "dlock_object.h"
 #include "lock_engine.h"
 
 #define HANDOFF_MARKER_MS 100
-/* How long a waiter sleeps through releases promised to other clients' waiters before it
- * is woken by them again, to compete for the next promise (see turns above): a few
- * hand-offs (one takes 60-150 µs on a loopback), short beside the 10 ms a waiter may wait
- * under contention (docs/benchmarks.md, target 5). 1 ms beside 2 ms: the same scripts per
- * section, a fairer spread across processes (contended_handoff, 4 processes). */
-#define TURN_PATIENCE_MS 1
-
-/* The kind's data: its dlock-only names. */
-typedef struct handoff_names {
-    char *marker;       /* {N}:handoff (N:handoff when N holds a hash tag) */
-    char *turn_channel; /* dlock_lock_turn__channel:{N} */
-} handoff_names;
 
 /* A Cluster client leaves the marker alone (acquire.lua says why). */
 static bool in_cluster(const dlock__lock_view *v) {
     return dlock__client_is_cluster(v->client);
 }
 
-static const char *marker_of(const dlock__lock_view *v) {
-    return ((const handoff_names *)v->data)->marker;
-}
-
 /* acquire.lua: KEYS N, marker [, token key]; ARGV lease, field, believed holds, claims,
  * the marker's lifetime */
 static int acquire_args(const dlock__lock_view *v, dlock__args *a) {
     dlock__args_str(a, v->name);
-    dlock__args_str(a, marker_of(v));
+    dlock__args_str(a, v->data); /* the marker */
     if (v->token_key)
         dlock__args_str(a, v->token_key);
     int nkeys = a->n;
@@ -73,24 +49,14 @@ static int acquire_args(const dlock__lock_view *v, dlock__args *a) {
     return nkeys;
 }
 
-/* release.lua: KEYS N, channel [, marker, turn channel: not in a Cluster]; ARGV lease,
- * field, believed holds */
+/* release.lua: KEYS N, channel; ARGV lease, field, believed holds */
 static int release_args(const dlock__lock_view *v, dlock__args *a) {
     dlock__args_str(a, v->name);
     dlock__args_str(a, v->channel);
-    if (!in_cluster(v)) {
-        dlock__args_str(a, marker_of(v));
-        dlock__args_str(a, ((const handoff_names *)v->data)->turn_channel);
-    }
-    int nkeys = a->n;
     dlock__args_int(a, v->lease_ms);
     dlock__args_str(a, v->field);
     dlock__args_int(a, v->believed);
-    return nkeys;
-}
-
-static const char *turn_channel(const dlock__lock_view *v) {
-    return in_cluster(v) ? NULL : ((const handoff_names *)v->data)->turn_channel;
+    return 2;
 }
 
 /* force_release.lua: KEYS N, channel */
@@ -100,26 +66,13 @@ static int force_args(const dlock__lock_view *v, dlock__args *a) {
     return 2;
 }
 
-static void names_free(void *data) {
-    handoff_names *names = data;
-    if (!names)
-        return;
-    dlock__free(names->marker);
-    dlock__free(names->turn_channel);
-    dlock__free(names);
+/* The kind's data: the marker's name, {N}:handoff (N:handoff when N holds a hash tag). */
+static void *marker_new(const char *name) {
+    return dlock__name_suffixed(name, "handoff");
 }
 
-static void *names_new(const char *name) {
-    handoff_names *names = dlock__calloc(1, sizeof(*names));
-    if (!names)
-        return NULL;
-    names->marker = dlock__name_suffixed(name, "handoff");
-    names->turn_channel = dlock__name_prefixed("dlock_lock_turn__channel", name);
-    if (!names->marker || !names->turn_channel) {
-        names_free(names);
-        return NULL;
-    }
-    return names;
+static void marker_free(void *marker) {
+    dlock__free(marker);
 }
 
 /* The owner stopped waiting before its last attempt (canceled, failed) with a claim on the
@@ -129,7 +82,7 @@ static void gave_up(const dlock__lock_view *v) {
     if (in_cluster(v) || !v->claim_open)
         return;
     dlock__args a = {0};
-    dlock__args_str(&a, marker_of(v));
+    dlock__args_str(&a, v->data); /* the marker */
     dlock__args_str(&a, v->field);
     dlock__script(v->client, DLOCK__SCRIPT_LOCK_HANDOFF_DROP, DLOCK__CMD_RETRY_SAFE,
                   dlock__ignore_reply, (void *)"lock: taking back a hand-off claim", 1, a.n, a.v,
@@ -145,13 +98,10 @@ static const dlock__lock_kind reentrant_kind = {
     .release_args = release_args,
     .force_args = force_args,
     .renew_script = DLOCK__SCRIPT_CORE_RENEW_HASH,
-    .wake_count = dlock__wake_one, /* a freed lock lets one waiter of a client in */
-    .turn_channel = turn_channel,
-    .turn_ms = HANDOFF_MARKER_MS,
-    .turn_patience_ms = TURN_PATIENCE_MS,
+    .wake_count = dlock__wake_one, /* a freed lock lets one waiter of each client in */
     .gave_up = gave_up,
-    .data_new = names_new,
-    .data_free = names_free,
+    .data_new = marker_new,
+    .data_free = marker_free,
 };
 
 int dlock_lock_new(dlock_client *c, const char *name, dlock_lock **out) {

@@ -3,21 +3,11 @@
 --
 -- KEYS[1]  the lock hash N
 -- KEYS[2]  its channel redisson_lock__channel:{N}
--- KEYS[3]  optional (never in a Cluster): the hand-off marker {N}:handoff (acquire.lua)
--- KEYS[4]  with KEYS[3]: the turn channel dlock_lock_turn__channel:{N} (dlock's own)
 -- ARGV[1]  the lease to keep when holds remain, ms
 -- ARGV[2]  the owner field, <client-id>:<owner>
 -- ARGV[3]  the hold count the client believes this owner has (0: it does not know)
 -- Reply    -1 the owner holds nothing; otherwise the holds left (0: the lock was deleted
 --          and "0" published, Redisson's unlock message)
---
--- The turn: when the last release finds the hand-off marker naming a waiter, it publishes
--- that waiter's owner field on the turn channel just before "0". A dlock client reads both
--- on its one subscriber connection, in that order, and when the turn is another client's
--- waiter's, lets the "0" wake none of its own (src/core/wait.c, turns): one process's
--- waiter answers the release, not one in every process. Redisson's clients never hear the
--- turn; their "0" is as ever. Both through pcall: a marker out of reach or of another type,
--- or a turn channel the user may not publish to, is no turn, never a failed release.
 --
 -- Holds beyond what the client believes are orphans of acquires it reported failed: they
 -- are dropped, so the owner's last release frees the lock.
@@ -46,10 +36,6 @@ if holds > 0 then
     return holds
 end
 -- published first: a refused PUBLISH must leave the lock as it was (see acquire.lua)
-local turn = KEYS[3] and redis.pcall('get', KEYS[3])
-if type(turn) == 'string' then
-    redis.pcall('publish', KEYS[4], turn)
-end
 redis.call('publish', KEYS[2], 0)
 redis.call('del', KEYS[1])
 return 0

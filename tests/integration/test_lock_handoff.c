@@ -2,8 +2,7 @@
 /* test_lock_handoff.c — the reentrant lock's hand-off (src/lock/acquire.lua): a waiter passed
  * over claims the next turn in the marker {N}:handoff, newcomers are refused while it names
  * another owner even when the lock is free, the waiter takes the lock on the next release
- * and the marker goes, named on the turn channel just before its "0";
- * a waiter that dies holds nobody back past the marker's lifetime; the
+ * and the marker goes; a waiter that dies holds nobody back past the marker's lifetime; the
  * lock hash stays Redisson's. Every test starts its own server. */
 #include <limits.h>
 
@@ -165,106 +164,6 @@ static void test_a_waiter_gets_the_lock_against_an_owner_that_reacquires_at_once
     redis_fixture_stop(f);
 }
 
-/* ---- one process answers a release --------------------------------------------------------- */
-
-static dlock_stats stats_of(dlock_client *c) {
-    dlock_stats s;
-    dlock_stats_init(&s);
-    ASSERT_RC(dlock_client_stats(c, &s), DLOCK_OK);
-    return s;
-}
-
-/* The next pub/sub message on sub (a PSUBSCRIBE), [pmessage, pattern, channel, payload];
- * the caller frees it. */
-static redisReply *next_message(redisContext *sub) {
-    redisReply *r = NULL;
-    assert_int_equal(redisGetReply(sub, (void **)&r), REDIS_OK);
-    assert_non_null(r);
-    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-    assert_int_equal(r->elements, 4);
-    return r;
-}
-
-/* The next message: its channel and payload must be these. */
-static void expect_message(redisContext *sub, const char *channel, const char *payload) {
-    redisReply *r = next_message(sub);
-    assert_string_equal(r->element[2]->str, channel);
-    assert_string_equal(r->element[3]->str, payload);
-    freeReplyObject(r);
-}
-
-/* A release: "0", preceded, if the waiter of `claimant` claimed the next turn meanwhile, by
- * its field on the turn channel. */
-static void expect_release(redisContext *sub, const char *name, dlock_client *claimant) {
-    char turn_channel[128], channel[128];
-    snprintf(turn_channel, sizeof(turn_channel), "dlock_lock_turn__channel:{%s}", name);
-    snprintf(channel, sizeof(channel), "redisson_lock__channel:{%s}", name);
-    redisReply *r = next_message(sub);
-    if (strcmp(r->element[2]->str, turn_channel) == 0) {
-        assert_true(strncmp(r->element[3]->str, dlock_client_id(claimant), 36) == 0);
-        freeReplyObject(r);
-        r = next_message(sub);
-    }
-    assert_string_equal(r->element[2]->str, channel);
-    assert_string_equal(r->element[3]->str, "0");
-    freeReplyObject(r);
-}
-
-/* a holds; b's waiter claimed the next turn; c's waiter sleeps too. a's release publishes
- * b's field on the turn channel just before "0" (the two back to back); b takes the lock.
- * c's waiter has slept past its patience (1 ms; the test takes longer), so the release
- * wakes it all the same: a waiter that slept through others' turns competes for the next
- * promise (a younger one sleeps through: test_wait_turns.c), and may claim it. c's
- * release, with nobody waiting, is "0" alone. */
-static void
-test_a_release_names_the_promised_waiter_on_the_turn_channel_before_its_0(void **state) {
-    (void)state;
-    test_watchdog_arm(BUDGET_S, __func__);
-    redis_fixture *f = start_server();
-    dlock_client *a = connect_client(f), *b = connect_client(f), *c = connect_client(f);
-    dlock_lock *la = new_lock(a, "turns"), *lb = new_lock(b, "turns"), *lc = new_lock(c, "turns");
-    ASSERT_RC(dlock_lock_acquire(la, 30000), DLOCK_OK);
-    waiter wb = {.l = lb, .wait_ms = slack_ms(10000)};
-    blocking_call_start(&wb.call, wait_then_release, &wb);
-    char *claimed = marker_claimed(f, "{turns}:handoff");
-    assert_true(strncmp(claimed, dlock_client_id(b), 36) == 0);
-    /* the claim is made to outlive a slow machine: the marker's lifetime is not this test's */
-    assert_int_equal(redis_fixture_int(f, "PEXPIRE {turns}:handoff 60000"), 1);
-    redisContext *sub = psubscribe_to(f, "*__channel:{turns}");
-    waiter wc = {.l = lc, .wait_ms = slack_ms(10000)};
-    blocking_call_start_asleep(&wc.call, wait_then_release, &wc, f,
-                               (asleep_sign){"redisson_lock__channel:{turns}", 2, 2, NULL});
-    bool ready = false; /* both clients hear the turn channel too */
-    POLL_UNTIL(ready, stats_of(b).subscriptions == 2 && stats_of(c).subscriptions == 2,
-               slack_ms(3000));
-    assert_true(ready);
-    dlock_stats c_before = stats_of(c);
-
-    ASSERT_RC(dlock_lock_release(la), DLOCK_OK);
-    expect_message(sub, "dlock_lock_turn__channel:{turns}", claimed);
-    expect_message(sub, "redisson_lock__channel:{turns}", "0");
-    /* c is woken: by this release, or (should this one have let it sleep) by b's, which
-     * names nobody; only the first counts a release let pass */
-    bool woken = false;
-    POLL_UNTIL(woken, stats_of(c).wakes >= c_before.wakes + 1, slack_ms(3000));
-    assert_true(woken);
-    assert_int_equal(stats_of(c).wakes_spared, c_before.wakes_spared);
-    ASSERT_RC(blocking_call_join(&wb.call), DLOCK_OK); /* b took its turn, then released */
-    expect_release(sub, "turns", c); /* c's waiter, woken and finding b's hold, may claim */
-    ASSERT_RC(blocking_call_join(&wc.call), DLOCK_OK);
-    expect_message(sub, "redisson_lock__channel:{turns}", "0"); /* nobody waits: no turn */
-    assert_int_equal(redis_fixture_int(f, "EXISTS turns"), 0);
-    redisFree(sub);
-    free(claimed);
-    dlock_lock_free(la);
-    dlock_lock_free(lb);
-    dlock_lock_free(lc);
-    dlock_client_free(a);
-    dlock_client_free(b);
-    dlock_client_free(c);
-    redis_fixture_stop(f);
-}
-
 /* ---- a waiter killed --------------------------------------------------------------------- */
 
 /* The child: its own client (made after the fork), then a wait for the lock that never
@@ -391,7 +290,6 @@ int main(void) {
         cmocka_unit_test(test_a_free_lock_promised_to_a_waiter_refuses_newcomers_until_it_takes_it),
         cmocka_unit_test(test_a_fenced_lock_promised_to_a_waiter_gives_it_the_next_token),
         cmocka_unit_test(test_a_waiter_gets_the_lock_against_an_owner_that_reacquires_at_once),
-        cmocka_unit_test(test_a_release_names_the_promised_waiter_on_the_turn_channel_before_its_0),
         cmocka_unit_test_teardown(test_a_killed_waiter_holds_nobody_back_past_the_markers_lifetime,
                                   kill_children),
         cmocka_unit_test(test_a_try_without_waiting_never_claims_a_turn),

@@ -208,58 +208,8 @@ static void test_waiters_attempt_again_when_their_killed_subscription_comes_back
     assert_int_equal(look(ws[1]).attempts, 3);
 }
 
-/* ---- a queue lingers ---------------------------------------------------------------------- */
-
-/* A client whose last waiter on a channel left keeps the subscription 100 ms: a waiter that
- * comes within that time sleeps after its first attempt, sending no SUBSCRIBE; then the
- * channel goes, no sooner than 100 ms after the last waiter left. */
-static void test_a_wait_soon_after_the_last_one_finds_the_subscription_kept(void **state) {
-    world *w = *state;
-    test_watchdog_arm(BUDGET_S, __func__);
-    long long subscribes_before = subscribe_calls(w->f);
-    test_waiter *t =
-        waiter_reset(0, "w:{linger}", "w:{linger}:ch", DLOCK_FOREVER, -1, &ops_wake_one);
-    start_waiters(w->c, &t, 1);
-    wait_settled(&t, 1, 2); /* its first look, and the one once subscribed */
-    assert_int_equal(subscribe_calls(w->f) - subscribes_before, 1);
-    cancel_waiters(w->c, &t, 1);
-    bool ok = false;
-    POLL_UNTIL(ok, done_calls_of(t) == 1, test_slack_ms(1000));
-    assert_true(ok);
-    int64_t left_ms = look(t).done_ms;
-
-    test_waiter *u =
-        waiter_reset(1, "w:{linger}", "w:{linger}:ch", DLOCK_FOREVER, -1, &ops_wake_one);
-    start_waiters(w->c, &u, 1);
-    POLL_UNTIL(ok, look(u).replies >= 1, test_slack_ms(1000));
-    assert_true(ok);
-    pthread_mutex_lock(&mu);
-    int64_t busy_at = u->reply_ms[0]; /* when it joined the queue, on the loop thread */
-    pthread_mutex_unlock(&mu);
-    if (busy_at - left_ms < 98) { /* it joined while the queue lingered (2 ms of margin) */
-        wait_settled(&u, 1, 1);
-        assert_int_equal(attempts_of(u), 1);
-        assert_int_equal(subscribe_calls(w->f) - subscribes_before, 1);
-    } else { /* a slow machine: it came too late, and subscribed again */
-        printf("# the second waiter joined %lld ms after the first left\n",
-               (long long)(busy_at - left_ms));
-        wait_settled(&u, 1, 2);
-    }
-    cancel_waiters(w->c, &u, 1);
-    POLL_UNTIL(ok, done_calls_of(u) == 1, test_slack_ms(1000));
-    assert_true(ok);
-    int64_t last_left_ms = look(u).done_ms;
-    POLL_UNTIL(ok, subscribed_channels(w->f) == 0, test_slack_ms(2000));
-    assert_true(ok);
-    int64_t gone_after = dlock__now_ms() - last_left_ms;
-    printf("# the channel went %lld ms after its last waiter left\n", (long long)gone_after);
-    assert_true(gone_after >= 100);
-}
-
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(
-            test_a_wait_soon_after_the_last_one_finds_the_subscription_kept, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_busy_waiter_sleeps_until_a_publish_wakes_it_within_100_ms, setup, teardown),
         cmocka_unit_test_setup_teardown(
