@@ -21,7 +21,9 @@
  * called: handoff_from_release_start = next.acquire_ns - previous.release_start_ns. Fairness is
  * min/max sections per worker, and wait (p50, p99, max) is each acquire call's time to
  * return: a worker passed over again and again shows in its max. The client CPU per section of the
- * process mode counts the children's whole lives (connect and warm-up too). */
+ * process mode counts the children's whole lives (connect and warm-up too), and so do the
+ * wakes per section (every client's dlock_client_stats wakes over the sections): a release
+ * that wakes a waiter in every process shows as up to P - 1 wakes per section. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -47,6 +49,7 @@ typedef struct arena {
     bench_gate gate;
     _Atomic long long next; /* the next section's index */
     _Atomic long long errors;
+    _Atomic long long wakes; /* the clients' dlock_client_stats wakes */
     long long capacity;
     long long count[HANDOFF_MAX_WORKERS]; /* sections per worker, each written by its own */
     section log[];
@@ -103,6 +106,14 @@ static void worker_run(arena *a, int worker, dlock_lock *lock) {
     }
 }
 
+/* Adds c's wakes to the arena's, once per client, after its last section. */
+static void add_wakes(arena *a, dlock_client *c) {
+    dlock_stats st;
+    dlock_stats_init(&st);
+    if (c && dlock_client_stats(c, &st) == DLOCK_OK)
+        atomic_fetch_add(&a->wakes, (long long)st.wakes);
+}
+
 static void *worker_thread(void *arg) {
     worker_arg *w = arg;
     worker_run(w->a, w->worker, w->lock);
@@ -121,6 +132,7 @@ static void worker_process(arena *a, int worker, const char *url, const char *na
     if (rc != DLOCK_OK || (rc = dlock_lock_new(client, name, &lock)) != DLOCK_OK)
         count_error(a, "worker setup", rc);
     worker_run(a, worker, lock);
+    add_wakes(a, client);
     dlock_lock_free(lock);
     dlock_client_free(client);
 }
@@ -243,6 +255,8 @@ long long bench_contended_handoff(const bench_config *cfg, const bench_floor *fl
         errors++;
     int64_t start = bench_gate_open(&a->gate, started == workers ? cfg->duration_ms : 0);
     join_workers(a, started, processes, tids, pids);
+    if (!processes)
+        add_wakes(a, client);
     if (admin && bench_counters_read(admin, processes ? RUSAGE_CHILDREN : RUSAGE_SELF, &after) != 0)
         errors++;
     handoff_figures f = {.end_ns = start};
@@ -279,6 +293,9 @@ long long bench_contended_handoff(const bench_config *cfg, const bench_floor *fl
     bench_json_num("ratio_handoff_from_release_start_p50_to_floor",
                    bench_samples_pct_us(&f.from_start, 0.5) / floor_us);
     bench_json_latency("wait", &f.wait); /* acquire call -> return, every section */
+    /* waiters a release woke (each makes an attempt): 1 per section is the floor */
+    bench_json_num("wakes_per_section",
+                   f.sections > 0 ? (double)atomic_load(&a->wakes) / (double)f.sections : NAN);
     bench_json_counters(&before, &after, (double)f.sections, "section", true);
     bench_json_cdf("handoff_cdf_us", &f.latency); /* for the PNG bench/run.sh draws */
     bench_json_cdf("handoff_from_release_start_cdf_us", &f.from_start);

@@ -159,6 +159,8 @@ def dlock_rows(objs):
             row(w, ps, "fairness min/max", r2(f.get("fairness_min_max")))
             row(w, ps, "EVALSHA, SUBSCRIBE per section",
                 f"{r2(f.get('evalsha_per_section'))}, {r2(f.get('subscribe_per_section'))}")
+            if "wakes_per_section" in f:
+                row(w, ps, "waiters woken per section (release)", r2(f.get("wakes_per_section")))
             row(w, ps, "CPU us per section client, server",
                 f"{r1(f.get('client_cpu_us_per_section'))}, {r1(f.get('server_cpu_us_per_section'))}")
         elif w == "renewal_scale":
@@ -403,6 +405,10 @@ def target_rows(objs):
     check("5c", "P=4 processes: hand-offs / sections", f.get("handoff_share"), ">= 0.5",
           f.get("handoff_share"), (f.get("handoff_share") or 0) >= 0.5, r2)
     note("5d", "P=4 processes: sections/s (>= 80 % of an earlier run's)", big(f.get("sections_per_s")))
+    t = fig("dlock", "contended_handoff", 4, "threads")
+    if "wakes_per_section" in f:
+        note("5e", "P=4 processes: waiters woken per release (the floor is 1; "
+             f"4 threads of one client: {r2(t.get('wakes_per_section'))})", r2(f.get("wakes_per_section")))
 
     # 6. renewal: 100k held leases within 1,000 scripts per period (bench/renewal.c decides)
     r = next((o for o in objs if o["workload"] == "renewal_target"), None)

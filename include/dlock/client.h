@@ -141,6 +141,9 @@ typedef struct dlock_stats {
     uint64_t reconnects;        /* command and subscriber connections made ready again
                                    (in a Cluster: every master's and shard's) */
     uint64_t messages;          /* pub/sub messages received */
+    uint64_t wakes;             /* waiters a message woke (each then makes one attempt): more
+                                   than the waits that ended with the object means waiters
+                                   woken for nothing (other clients took it first) */
 } dlock_stats;
 
 /* Readies *s for dlock_client_stats(): zeroes it and sets s->size. No I/O; any thread.

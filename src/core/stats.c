@@ -55,6 +55,7 @@ int dlock_client_stats(dlock_client *c, dlock_stats *out) {
     s.leases_lost = (uint64_t)stat_of(c, DLOCK__STAT_LEASES_LOST);
     s.reconnects = (uint64_t)stat_of(c, DLOCK__STAT_RECONNECTS);
     s.messages = (uint64_t)stat_of(c, DLOCK__STAT_MESSAGES);
+    s.wakes = (uint64_t)stat_of(c, DLOCK__STAT_WAKES);
     memcpy((char *)out + sizeof(out->size), (const char *)&s + sizeof(s.size),
            out->size - sizeof(out->size));
     return DLOCK_OK;
