@@ -24,7 +24,9 @@ static void test_cancel_of_a_sleeping_waiter_ends_it_canceled_after_the_call_ret
     cancel_waiters(w->c, &t, 1);
     test_sleep_ms(50); /* a fixed window: no second done call */
     assert_int_equal(done_calls_of(t), 1);
-    POLL_UNTIL(ok, subscribed_channels(w->f) == 0, test_slack_ms(500));
+    /* the state asserted is "nothing left subscribed"; the bound only keeps a defect from
+     * hanging the test (a TSan build beside two more on 2 CPUs once took over 1.5 s) */
+    POLL_UNTIL(ok, subscribed_channels(w->f) == 0, test_slack_ms(3000));
     assert_true(ok);
 }
 
@@ -87,9 +89,12 @@ static void test_queue_leaves_no_subscription_behind_when_every_waiter_is_done(v
     assert_int_equal(look(ws[3]).done_status, DLOCK_ECANCELED);
     assert_int_equal(look(ws[4]).done_status, DLOCK_OK);
 
-    POLL_UNTIL(ok, subscribed_channels(w->f) == 0, test_slack_ms(500));
+    POLL_UNTIL(ok, subscribed_channels(w->f) == 0, test_slack_ms(3000)); /* as above */
     assert_true(ok);
-    core_view v = core_view_of(w->c);
+    /* the client forgets a channel when the UNSUBSCRIBE's confirmation is read, which may
+     * come after the server's count fell: its view is waited for too */
+    core_view v;
+    POLL_UNTIL(ok, (v = core_view_of(w->c), v.queues == 0 && v.channels == 0), test_slack_ms(3000));
     assert_int_equal(v.queues, 0);
     assert_int_equal(v.channels, 0);
 }
@@ -123,7 +128,7 @@ static void test_client_free_ends_every_waiter_canceled_exactly_once(void **stat
         assert_int_equal(s.done_status, DLOCK_ECANCELED);
     }
     /* nobody subscribed is left on the server either */
-    POLL_UNTIL(ok, subscribed_channels(w->f) == 0, test_slack_ms(1000));
+    POLL_UNTIL(ok, subscribed_channels(w->f) == 0, test_slack_ms(3000));
     assert_true(ok);
 }
 
