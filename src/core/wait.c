@@ -76,9 +76,9 @@ static void queue_release_if_empty(wait_queue *q) {
         queue_free(q);
 }
 
-/* Wakes up to n (-1: all) sleeping waiters, oldest first; returns how many. */
-static int64_t queue_wake(wait_queue *q, int n) {
-    int64_t woken = 0;
+/* Wakes up to n (-1: all) sleeping waiters, oldest first. Each wake is counted before its
+ * attempt goes out (dlock_client_stats' wakes). */
+static void queue_wake(wait_queue *q, int n) {
     q->events++;
     q->dispatching++;
     dlock__waiter *w = q->head;
@@ -86,8 +86,8 @@ static int64_t queue_wake(wait_queue *q, int n) {
         dlock__waiter *next = w->next;
         if (w->state == W_SLEEPING) {
             w->woken = true;
+            dlock__stat_add(q->client, DLOCK__STAT_WAKES, 1);
             attempt(w);
-            woken++;
             if (n > 0)
                 n--;
         }
@@ -95,7 +95,6 @@ static int64_t queue_wake(wait_queue *q, int n) {
     }
     q->dispatching--;
     queue_release_if_empty(q);
-    return woken;
 }
 
 /* Every sleeping or subscribing waiter attempts again: the subscription is (again)
@@ -140,10 +139,9 @@ static void on_queue_ready(dlock__listener *l) {
 }
 
 /* Wakes the oldest sleepers whose needs fit in available, stopping at the first that does
- * not fit; waiters with an attempt in flight count against the supply too. Returns how
- * many it woke. */
-static int64_t queue_wake_supply(wait_queue *q, int64_t available) {
-    int64_t woken = 0;
+ * not fit; waiters with an attempt in flight count against the supply too. Counted as
+ * queue_wake counts. */
+static void queue_wake_supply(wait_queue *q, int64_t available) {
     q->events++;
     q->dispatching++;
     dlock__waiter *w = q->head;
@@ -156,28 +154,26 @@ static int64_t queue_wake_supply(wait_queue *q, int64_t available) {
             available -= need;
             if (w->state == W_SLEEPING) {
                 w->woken = true;
+                dlock__stat_add(q->client, DLOCK__STAT_WAKES, 1);
                 attempt(w);
-                woken++;
             }
         }
         w = next;
     }
     q->dispatching--;
     queue_release_if_empty(q);
-    return woken;
 }
 
 static void on_queue_message(dlock__listener *l, const char *msg, size_t len) {
     wait_queue *q = DLOCK__CONTAINER_OF(l, wait_queue, listener);
-    dlock_client *c = q->client; /* q may be gone after the wake */
     /* Every waiter of a queue belongs to the same kind of object: ask the first. */
     const dlock__wait_ops *ops = q->head ? q->head->ops : NULL;
-    int64_t available, woken;
-    if (ops && ops->supply && ops->need && ops->supply(msg, len, &available))
-        woken = queue_wake_supply(q, available);
-    else
-        woken = queue_wake(q, ops && ops->wake_count ? ops->wake_count(msg, len) : -1);
-    dlock__stat_add(c, DLOCK__STAT_WAKES, woken);
+    int64_t available;
+    if (ops && ops->supply && ops->need && ops->supply(msg, len, &available)) {
+        queue_wake_supply(q, available);
+        return;
+    }
+    queue_wake(q, ops && ops->wake_count ? ops->wake_count(msg, len) : -1);
 }
 
 static int join(dlock__waiter *w) {
@@ -424,7 +420,7 @@ void dlock__wait_cancel(dlock__waiter *w) {
 void dlock__wait_kick(dlock_client *c, const char *channel, int n) {
     wait_queue *q = channel ? dlock__map_get(&c->waits.queues, channel) : NULL;
     if (q)
-        (void)queue_wake(q, n);
+        queue_wake(q, n);
 }
 
 void dlock__waits_init(dlock__waits *ws) {

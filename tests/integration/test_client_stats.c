@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* test_client_stats.c — dlock_client_stats(): the gauges follow a waiter and a holder on one
  * client (calls in flight, waits, leases held, subscriptions), and the counters move with
- * what the client lives through (renewals, messages, the waiters they woke, a lease lost to a force
- * release, a connection killed). Every test starts its own server. */
+ * what the client lives through (renewals, messages, a lease lost to a force release, a
+ * connection killed; wakes: test_wait_wakes.c). Every test starts its own server. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -120,47 +120,6 @@ test_stats_follow_a_waiter_a_holder_renewals_a_lost_lease_and_a_reconnect(void *
     redis_fixture_stop(f);
 }
 
-/* Two waiters of one client, a lock another client holds with a long lease (their hint:
- * no timed attempt in the test's time): asleep, nothing woke them; the release's message
- * wakes one, which takes the lock; its release wakes the other. wakes counts exactly these. */
-static int acquire_then_release(void *arg) {
-    waiter *w = arg;
-    int rc = dlock_lock_acquire(w->l, 30000);
-    return rc == DLOCK_OK ? dlock_lock_release(w->l) : rc;
-}
-
-static void test_wakes_count_the_waiters_a_message_woke(void **state) {
-    (void)state;
-    test_watchdog_arm(BUDGET_S, __func__);
-    redis_fixture *f = start_server();
-    dlock_client *c = connect_client(f), *holder = connect_client(f);
-    dlock_lock *held = NULL, *l = NULL;
-    ASSERT_OK(dlock_lock_new(holder, "wakes", &held));
-    ASSERT_OK(dlock_lock_new(c, "wakes", &l));
-    ASSERT_OK(dlock_lock_acquire(held, 60000));
-    waiter w1 = {.l = l}, w2 = {.l = l};
-    blocking_call_start_asleep(&w1.call, acquire_then_release, &w1, f,
-                               (asleep_sign){"redisson_lock__channel:{wakes}", 1, 2, NULL});
-    /* the second joins the client's subscription: one attempt, then asleep */
-    blocking_call_start_asleep(&w2.call, acquire_then_release, &w2, f,
-                               (asleep_sign){"redisson_lock__channel:{wakes}", 1, 1, NULL});
-    POLL_STAT(c, waits, v == 2);
-    assert_int_equal(stats_of(c).wakes, 0);
-
-    ASSERT_OK(dlock_lock_release(held));
-    ASSERT_OK(blocking_call_join(&w1.call));
-    ASSERT_OK(blocking_call_join(&w2.call));
-    dlock_stats s = stats_of(c);
-    /* one per release: the holder's woke the older waiter, whose release woke the other */
-    assert_int_equal(s.wakes, 2);
-    assert_int_equal(s.waits, 0);
-    dlock_lock_free(l);
-    dlock_lock_free(held);
-    dlock_client_free(c);
-    dlock_client_free(holder);
-    redis_fixture_stop(f);
-}
-
 static void test_stats_refuses_null_arguments_and_an_unset_size(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
@@ -182,7 +141,6 @@ static void test_stats_refuses_null_arguments_and_an_unset_size(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stats_follow_a_waiter_a_holder_renewals_a_lost_lease_and_a_reconnect),
-        cmocka_unit_test(test_wakes_count_the_waiters_a_message_woke),
         cmocka_unit_test(test_stats_refuses_null_arguments_and_an_unset_size),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,6 +5,14 @@
 
 /* ---- wake counts and hand-offs -------------------------------------------------------------- */
 
+/* The client's count of waiters a message woke (dlock_client_stats' wakes). */
+static uint64_t wakes_of(dlock_client *c) {
+    dlock_stats s;
+    dlock_stats_init(&s);
+    assert_int_equal(dlock_client_stats(c, &s), DLOCK_OK);
+    return s.wakes;
+}
+
 static void test_one_message_with_wake_count_1_wakes_exactly_one_of_three_sleepers(void **state) {
     world *w = *state;
     test_watchdog_arm(BUDGET_S, __func__);
@@ -15,6 +23,7 @@ static void test_one_message_with_wake_count_1_wakes_exactly_one_of_three_sleepe
     wait_settled(ws, 3, 2);
     for (int i = 0; i < 3; i++)
         assert_int_equal(attempts_of(ws[i]), 2);
+    assert_int_equal(wakes_of(w->c), 0); /* asleep, and no message yet */
 
     redisReply *r = redis_fixture_cmd(w->f, "PUBLISH %s %s", "w:{one}:ch", "freed-one");
     assert_non_null(r);
@@ -28,6 +37,7 @@ static void test_one_message_with_wake_count_1_wakes_exactly_one_of_three_sleepe
     test_sleep_ms(test_slack_ms(300));
     assert_int_equal(attempts_of(ws[0]), 3); /* the oldest sleeper */
     assert_int_equal(look(ws[0]).woken_attempts, 1);
+    assert_int_equal(wakes_of(w->c), 1); /* counted in the client's stats too */
     assert_int_equal(attempts_of(ws[1]), 2);
     assert_int_equal(attempts_of(ws[2]), 2);
     for (int i = 0; i < 3; i++)
@@ -65,6 +75,7 @@ static void test_one_message_with_wake_count_all_or_null_wakes_all_three_sleeper
         assert_int_equal(attempts_of(ws[i]), 3);
         assert_int_equal(look(ws[i]).woken_attempts, 1);
     }
+    assert_int_equal(wakes_of(w->c), 6); /* two messages, three sleepers each */
 
     /* the same with the object free: all three of a channel obtain on one message */
     release(w->f, "w:{all}", "w:{all}:ch", NULL);
