@@ -76,8 +76,15 @@ static void queue_release_if_empty(wait_queue *q) {
         queue_free(q);
 }
 
-/* Wakes up to n (-1: all) sleeping waiters, oldest first. Each wake is counted before its
- * attempt goes out (dlock_client_stats' wakes). */
+/* A message wakes w: it attempts, holding the wake until it uses it or hands it on. Counted
+ * before the attempt goes out (dlock_client_stats' wakes). */
+static void wake_by_message(wait_queue *q, dlock__waiter *w) {
+    w->woken = true;
+    dlock__stat_add(q->client, DLOCK__STAT_WAKES, 1);
+    attempt(w);
+}
+
+/* Wakes up to n (-1: all) sleeping waiters, oldest first. */
 static void queue_wake(wait_queue *q, int n) {
     q->events++;
     q->dispatching++;
@@ -85,9 +92,7 @@ static void queue_wake(wait_queue *q, int n) {
     while (w && n != 0) {
         dlock__waiter *next = w->next;
         if (w->state == W_SLEEPING) {
-            w->woken = true;
-            dlock__stat_add(q->client, DLOCK__STAT_WAKES, 1);
-            attempt(w);
+            wake_by_message(q, w);
             if (n > 0)
                 n--;
         }
@@ -139,8 +144,7 @@ static void on_queue_ready(dlock__listener *l) {
 }
 
 /* Wakes the oldest sleepers whose needs fit in available, stopping at the first that does
- * not fit; waiters with an attempt in flight count against the supply too. Counted as
- * queue_wake counts. */
+ * not fit; waiters with an attempt in flight count against the supply too. */
 static void queue_wake_supply(wait_queue *q, int64_t available) {
     q->events++;
     q->dispatching++;
@@ -152,11 +156,8 @@ static void queue_wake_supply(wait_queue *q, int64_t available) {
             if (need > available)
                 break;
             available -= need;
-            if (w->state == W_SLEEPING) {
-                w->woken = true;
-                dlock__stat_add(q->client, DLOCK__STAT_WAKES, 1);
-                attempt(w);
-            }
+            if (w->state == W_SLEEPING)
+                wake_by_message(q, w);
         }
         w = next;
     }
