@@ -407,8 +407,10 @@ def target_rows(objs):
     note("5d", "P=4 processes: sections/s (>= 80 % of an earlier run's)", big(f.get("sections_per_s")))
     t = fig("dlock", "contended_handoff", 4, "threads")
     if "wakes_per_section" in f:
-        note("5e", "P=4 processes: waiters woken per release (the floor is 1; "
-             f"4 threads of one client: {r2(t.get('wakes_per_section'))})", r2(f.get("wakes_per_section")))
+        woken = f.get("wakes_per_section")
+        check("5e", "P=4 processes: waiters woken per release (4 threads of one client: "
+              f"{r2(t.get('wakes_per_section'))})", woken, "<= 1", woken,
+              woken is not None and woken <= 1.0, r2)
 
     # 6. renewal: 100k held leases within 1,000 scripts per period (bench/renewal.c decides)
     r = next((o for o in objs if o["workload"] == "renewal_target"), None)
