@@ -384,6 +384,7 @@ int dlock__listener_error(const dlock__listener *l);
 typedef struct dlock__waits {
     dlock__map queues;         /* channel -> wait queue */
     dlock__waiter *no_channel; /* the waits without a channel (they sleep at their hint) */
+    bool turns_refused;        /* the server refused a turn channel: ask for none again */
 } dlock__waits;
 
 void dlock__waits_init(dlock__waits *w);
@@ -443,6 +444,7 @@ enum dlock__stat {
     DLOCK__STAT_RECONNECTS,
     DLOCK__STAT_MESSAGES,
     DLOCK__STAT_WAKES,
+    DLOCK__STAT_WAKES_SPARED,
     DLOCK__STAT_COUNT
 };
 

@@ -106,6 +106,9 @@ void dlock__shared_put(dlock_client *c, void *state);
  * DLOCK__OWNER_FIELD_MAX bytes; returns the length written. */
 #define DLOCK__OWNER_FIELD_MAX (36 + 1 + 20 + 1)
 size_t dlock__owner_field(const dlock_client *c, uint64_t owner, char *buf);
+/* Whether field (len bytes, not terminated) is the field of one of c's owners: it starts with
+ * c's id and a ':' (any suffix after the owner, as the read-write lock's ":write", too). */
+bool dlock__owner_field_is_ours(const dlock_client *c, const char *field, size_t len);
 
 /* The Redisson key names of REDIS_LAYOUT.md, in a new string the caller frees:
  * prefixed(p, N) = "p:{N}" ("p:N" when N holds a '{'), suffixed(N, s) = "{N}:s" ("N:s"). */
@@ -393,6 +396,12 @@ typedef struct dlock__wait_ops {
      * larger one. (Attempts not caused by a message, first ones and hints, go ahead.) */
     bool (*supply)(const char *msg, size_t len, int64_t *available);
     int64_t (*need)(const dlock__waiter *w);
+    /* With a turn channel (dlock__wait_start_on): the longest another client's turn may keep
+     * this client's waiters asleep, ms (the object's promise to one waiter lapses by then);
+     * and whether a turn (len bytes) names w's owner: the message it announces wakes w and
+     * no other waiter. */
+    int64_t turn_ms;
+    bool (*named)(const dlock__waiter *w, const char *turn, size_t len);
 } dlock__wait_ops;
 
 struct dlock__waiter {
@@ -400,7 +409,8 @@ struct dlock__waiter {
     dlock_client *client;
     int64_t deadline_ms; /* monotonic; INT64_MAX: no deadline */
     /* the engine's state */
-    const char *channel; /* the primitive's string; must live as long as the wait */
+    const char *channel;      /* the primitive's string; must live as long as the wait */
+    const char *turn_channel; /* likewise, or NULL (dlock__wait_start_on) */
     int state;
     bool canceled;     /* cancel asked; acted on when no attempt is in flight */
     bool woken;        /* holds one of the queue's wakes, not yet used up */
@@ -415,11 +425,19 @@ struct dlock__waiter {
 /* Start waiting for an object on behalf of an op on handle h (freeing h cancels the wait).
  * channel is where the object speaks, kept by the primitive until done; NULL for an object
  * that publishes nothing: no subscription, each "busy" sleeps until its hint (the
- * primitive's next-attempt delay; none: DLOCK__RECHECK_MS) or the deadline, then attempts
- * again. The first attempt goes out at once. wait_ms: 0 = one attempt, DLOCK_FOREVER (-1)
- * = no deadline. */
+ * primitive's delay before the next attempt; none: DLOCK__RECHECK_MS) or the deadline, then
+ * attempts again. The first attempt goes out at once. wait_ms: 0 = one attempt,
+ * DLOCK_FOREVER (-1) = no deadline.
+ *
+ * turn_channel (NULL: none; never in a Cluster) is where, just before some messages on
+ * channel, the object names whose turn that message is: an owner field
+ * "<client-id>:<owner>" (the lock's hand-off, release.lua). A turn of one of this client's
+ * waiters (ops->named) lets the message wake that waiter alone; a turn of another client's
+ * owner lets it wake none of this client's waiters, which look again by ops->turn_ms after
+ * it unless another message comes first (wait.c, turns). Both channels must be on the
+ * client's one subscriber connection, which is what orders the two messages. */
 void dlock__wait_start_on(dlock__waiter *w, dlock__handle *h, const dlock__wait_ops *ops,
-                          const char *channel, int64_t wait_ms);
+                          const char *channel, const char *turn_channel, int64_t wait_ms);
 
 /* A supply function for dlock__wait_ops: the message is a decimal count (the semaphores'
  * channel carries the new available count). */
@@ -436,10 +454,6 @@ int64_t dlock__deadline_ms(int64_t wait_ms);
  * hint (ms until the object may free itself, e.g. the holder's TTL; -1 none), or an error
  * (the wait ends with it). */
 void dlock__wait_result(dlock__waiter *w, int status, int64_t hint_ms);
-
-/* True when w is the oldest of this client's waits on its channel (a message wakes the
- * oldest first): the one whose attempt a primitive may let speak for the client. */
-bool dlock__wait_first_in_line(const dlock__waiter *w);
 
 /* End the wait early: done(DLOCK_ECANCELED) follows, after an attempt in flight has
  * answered (done(DLOCK_OK) if that attempt obtained it). */

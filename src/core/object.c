@@ -266,7 +266,7 @@ static void call_wait(dlock__call *call) {
         .need = cls->need,
     };
     dlock__wait_start_on(&call->waiter, &call->obj->handle, &call->wait_ops, call->obj->channel,
-                         call->wait_ms);
+                         NULL, call->wait_ms);
 }
 
 static void call_start(dlock__op *op) {

@@ -31,6 +31,11 @@ size_t dlock__owner_field(const dlock_client *c, uint64_t owner, char *buf) {
     return (size_t)n;
 }
 
+bool dlock__owner_field_is_ours(const dlock_client *c, const char *field, size_t len) {
+    size_t id_len = strlen(c->id);
+    return len > id_len && memcmp(field, c->id, id_len) == 0 && field[id_len] == ':';
+}
+
 /* The concatenation of the NULL-terminated list of parts, in a new string. */
 static char *concat(const char *const *parts) {
     size_t len = 0;

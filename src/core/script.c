@@ -15,8 +15,9 @@
  * refuses declared keys of several slots even with the flag; the flag lets a script touch
  * undeclared keys of its node). The cluster's text of a script is made from the
  * embedded one when the client is made: the shebang line and a prelude (below) in front,
- * and every `redis.call('publish',` written `redis.call('spublish',` — the one form the
- * scripts publish in (tests/unit/test_cluster_url.c checks that no other is left).
+ * and every `('publish',` written `('spublish',` — the one form the scripts publish in,
+ * through redis.call or redis.pcall (tests/unit/test_cluster_url.c checks that no other is
+ * left).
  *
  * A Cluster also judges a script by its declared keys while their slot is being migrated:
  * a key the old owner lacks sends the script to the new one (ASK), and a multi-key script
@@ -108,7 +109,7 @@ static const char SHEBANG[] =
     "  for i = 1, nargs do args[i] = ARGV[i] end\n"
     "  KEYS, ARGV = keys, args\n"
     "end\n";
-static const char PUBLISH[] = "redis.call('publish',", SPUBLISH[] = "redis.call('spublish',";
+static const char PUBLISH[] = "('publish',", SPUBLISH[] = "('spublish',";
 
 static size_t count_of(const char *text, const char *what) {
     size_t n = 0;

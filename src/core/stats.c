@@ -56,6 +56,7 @@ int dlock_client_stats(dlock_client *c, dlock_stats *out) {
     s.reconnects = (uint64_t)stat_of(c, DLOCK__STAT_RECONNECTS);
     s.messages = (uint64_t)stat_of(c, DLOCK__STAT_MESSAGES);
     s.wakes = (uint64_t)stat_of(c, DLOCK__STAT_WAKES);
+    s.wakes_spared = (uint64_t)stat_of(c, DLOCK__STAT_WAKES_SPARED);
     memcpy((char *)out + sizeof(out->size), (const char *)&s + sizeof(s.size),
            out->size - sizeof(out->size));
     return DLOCK_OK;

@@ -26,6 +26,23 @@
  * release, so a message not yet seen when "busy" arrives is still on its way to a waiter
  * that is by then in the queue.
  *
+ * Turns (a lock's hand-off, release.lua): pub/sub is a broadcast, so a release would wake a
+ * waiter in every client. When the object names, on the queue's turn channel, the owner
+ * whose turn the next message is, the client of that owner wakes that owner's waiter alone
+ * (ops->named) and every other client lets the message wake nobody: one waiter answers the
+ * release, across processes as within one. (A turn of this client's owner that waits here
+ * no longer wakes as a message without a turn does.) Why the next
+ * message on the channel is the one the turn is about: the object publishes the turn and
+ * then the message from one script, so a subscriber of both gets them back to back on its
+ * subscriber connection; and a turn read while the channel is confirmed (no UNSUBSCRIBE
+ * sent since) was published while the channel was subscribed, so the message follows it.
+ * (Read while the channel is not confirmed, a turn is ignored: the message, if it comes,
+ * wakes as ever.) Should the named waiter never take its turn (it died, or left), the
+ * promise lapses within ops->turn_ms; so a message let pass becomes a wake turn_ms later
+ * unless another message or a (re)subscription comes first. A turn channel the server
+ * refuses is not asked for again by this client: its waiters wake on every message, as
+ * without turns.
+ *
  * A subscription the server refuses (the user's ACL lacks the channel) ends every wait on
  * the queue with DLOCK_ENOPERM at once, as the next waiter to join it: without messages a
  * wait could only poll until its deadline. A waiter whose attempt is in flight ends when the
@@ -50,6 +67,14 @@ typedef struct wait_queue {
     dlock_client *client;
     char *channel;
     dlock__listener listener;
+    dlock__listener turn_listener; /* on turn_channel, if any */
+    char *turn_channel;
+    /* The next message's turn, read on turn_channel: pending, whether it names one of this
+     * client's owners, and the waiter it names if that waiter is in this queue. */
+    bool turn_pending, turn_ours;
+    dlock__waiter *turn_named;
+    dlock__timer turn_lapse; /* a message let pass wakes as it would have, this late */
+    int64_t turn_ms;
     dlock__waiter *head, *tail;
     size_t count;
     uint64_t events; /* messages, kicks and (re)confirmations seen */
@@ -66,9 +91,20 @@ static wait_queue *queue_of(dlock__waiter *w) {
 
 static void queue_free(wait_queue *q) {
     dlock__map_remove(&q->client->waits.queues, q->channel);
+    dlock__timer_stop(&q->client->sched, &q->turn_lapse);
+    if (q->turn_channel)
+        dlock__unlisten(q->client, &q->turn_listener);
     dlock__unlisten(q->client, &q->listener);
+    dlock__free(q->turn_channel);
     dlock__free(q->channel);
     dlock__free(q);
+}
+
+/* A message, or the subscription (re)confirmed: whatever turn was pending is settled. */
+static void turn_settled(wait_queue *q) {
+    q->turn_pending = false;
+    q->turn_named = NULL;
+    dlock__timer_stop(&q->client->sched, &q->turn_lapse);
 }
 
 static void queue_release_if_empty(wait_queue *q) {
@@ -105,6 +141,7 @@ static void queue_wake(wait_queue *q, int n) {
 /* Every sleeping or subscribing waiter attempts again: the subscription is (again)
  * confirmed, and messages may have been missed while it was not. */
 static void queue_refresh(wait_queue *q) {
+    turn_settled(q);
     q->events++;
     q->dispatching++;
     dlock__waiter *w = q->head;
@@ -165,16 +202,109 @@ static void queue_wake_supply(wait_queue *q, int64_t available) {
     queue_release_if_empty(q);
 }
 
+/* The message a turn of another client's owner announced: nobody here looks, unless the
+ * promise lapses first. */
+static void turn_spare(wait_queue *q) {
+    turn_settled(q);
+    dlock__stat_add(q->client, DLOCK__STAT_WAKES_SPARED, 1);
+    dlock__timer_start(&q->client->sched, &q->turn_lapse, q->turn_ms);
+}
+
+/* The message a turn of w announced: w looks, and nobody else. One already looking looks
+ * again if its attempt answers "busy" (the event below): it may have left before the
+ * release. One subscribing looks once confirmed anyway. */
+static void wake_named(wait_queue *q, dlock__waiter *w) {
+    q->events++;
+    if (w->state == W_SLEEPING) {
+        q->dispatching++;
+        wake_by_message(q, w);
+        q->dispatching--;
+        queue_release_if_empty(q);
+    }
+}
+
 static void on_queue_message(dlock__listener *l, const char *msg, size_t len) {
     wait_queue *q = DLOCK__CONTAINER_OF(l, wait_queue, listener);
-    /* Every waiter of a queue belongs to the same kind of object: ask the first. */
+    bool turn = q->turn_pending, ours = q->turn_ours;
+    dlock__waiter *named = q->turn_named;
+    if (turn && !ours) {
+        turn_spare(q);
+        return;
+    }
+    turn_settled(q);
+    if (named) {
+        wake_named(q, named);
+        return;
+    }
+    /* No turn, or a turn of an owner of this client that no longer waits here: as ever.
+     * Every waiter of a queue belongs to the same kind of object: ask the first. */
     const dlock__wait_ops *ops = q->head ? q->head->ops : NULL;
+    if (ops && ops->named && q->head->turn_channel && !q->turn_channel) {
+        /* turns refused to this client: which of its waiters the object named is unknown,
+         * so every one looks rather than the named one waiting out the promise's lapse */
+        queue_wake(q, -1);
+        return;
+    }
     int64_t available;
     if (ops && ops->supply && ops->need && ops->supply(msg, len, &available)) {
         queue_wake_supply(q, available);
         return;
     }
     queue_wake(q, ops && ops->wake_count ? ops->wake_count(msg, len) : -1);
+}
+
+/* The turn lapsed: the message let pass wakes as a lock's "0" does. */
+static void on_turn_lapse(dlock__timer *t, void *arg) {
+    (void)t;
+    wait_queue *q = arg;
+    const dlock__wait_ops *ops = q->head ? q->head->ops : NULL;
+    (void)queue_wake(q, ops && ops->wake_count ? ops->wake_count("0", 1) : -1);
+}
+
+/* The waiter of this queue whose owner the turn names, or NULL. */
+static dlock__waiter *turn_waiter(wait_queue *q, const char *msg, size_t len) {
+    for (dlock__waiter *w = q->head; w; w = w->next)
+        if (w->ops->named && w->ops->named(w, msg, len))
+            return w;
+    return NULL;
+}
+
+/* A turn read while the channel is not confirmed is ignored (see turns above). */
+static void on_turn(dlock__listener *l, const char *msg, size_t len) {
+    wait_queue *q = DLOCK__CONTAINER_OF(l, wait_queue, turn_listener);
+    q->turn_pending = dlock__listener_ready(&q->listener);
+    q->turn_ours = q->turn_pending && dlock__owner_field_is_ours(q->client, msg, len);
+    q->turn_named = q->turn_ours ? turn_waiter(q, msg, len) : NULL;
+}
+
+/* The turn channel confirmed, or refused: refused, this client asks for none again (the
+ * server's error was logged once by the router) and its waiters wake as without turns. */
+static void on_turn_ready(dlock__listener *l) {
+    wait_queue *q = DLOCK__CONTAINER_OF(l, wait_queue, turn_listener);
+    if (dlock__listener_error(l) == DLOCK_OK)
+        return;
+    q->client->waits.turns_refused = true;
+    dlock__unlisten(q->client, l);
+    dlock__free(q->turn_channel);
+    q->turn_channel = NULL;
+}
+
+/* q listens on the waiter's turn channel too (after its own channel: see turns above). */
+static int listen_turns(wait_queue *q, const dlock__waiter *w) {
+    if (!w->turn_channel || q->client->waits.turns_refused)
+        return DLOCK_OK;
+    q->turn_channel = dlock__strdup(w->turn_channel);
+    if (!q->turn_channel)
+        return DLOCK_ENOMEM;
+    q->turn_ms = w->ops->turn_ms;
+    q->turn_listener.on_ready = on_turn_ready;
+    q->turn_listener.on_message = on_turn;
+    int rc = dlock__listen(q->client, q->turn_channel, &q->turn_listener);
+    if (rc != DLOCK_OK) {
+        dlock__free(q->turn_channel);
+        q->turn_channel = NULL;
+    }
+    return rc;
 }
 
 static int join(dlock__waiter *w) {
@@ -201,6 +331,12 @@ static int join(dlock__waiter *w) {
             return rc;
         }
         q->error = dlock__listener_error(&q->listener); /* a channel refused already */
+        dlock__timer_init(&q->turn_lapse, on_turn_lapse, q);
+        rc = listen_turns(q, w);
+        if (rc != DLOCK_OK) {
+            queue_free(q);
+            return rc;
+        }
     }
     w->queue = q;
     w->prev = q->tail;
@@ -227,6 +363,8 @@ static void leave(dlock__waiter *w) {
     else
         q->tail = w->prev;
     q->count--;
+    if (q->turn_named == w)
+        q->turn_named = NULL; /* its turn's message wakes as a turn of nobody here */
     w->prev = w->next = NULL;
     w->queue = NULL;
     if (w->woken) {
@@ -343,7 +481,7 @@ static void finish(dlock__waiter *w, int status) {
 }
 
 void dlock__wait_start_on(dlock__waiter *w, dlock__handle *h, const dlock__wait_ops *ops,
-                          const char *channel, int64_t wait_ms) {
+                          const char *channel, const char *turn_channel, int64_t wait_ms) {
     memset(w, 0, sizeof(*w));
     w->handle = h;
     w->handle_next = h->waiters;
@@ -353,6 +491,7 @@ void dlock__wait_start_on(dlock__waiter *w, dlock__handle *h, const dlock__wait_
     w->ops = ops;
     w->client = h->client;
     w->channel = channel;
+    w->turn_channel = channel ? turn_channel : NULL;
     w->deadline_ms = dlock__deadline_ms(wait_ms);
     dlock__timer_init(&w->timer, on_timer, w);
     if (!channel)
@@ -406,10 +545,6 @@ void dlock__wait_result(dlock__waiter *w, int status, int64_t hint_ms) {
     sleep_until_woken(w, W_SLEEPING, hint_ms);
 }
 
-bool dlock__wait_first_in_line(const dlock__waiter *w) {
-    return w->queue && !w->prev;
-}
-
 void dlock__wait_cancel(dlock__waiter *w) {
     if (w->state == W_DONE || w->canceled)
         return;
@@ -427,6 +562,7 @@ void dlock__wait_kick(dlock_client *c, const char *channel, int n) {
 void dlock__waits_init(dlock__waits *ws) {
     dlock__map_init(&ws->queues);
     ws->no_channel = NULL;
+    ws->turns_refused = false;
 }
 
 static void collect_queue(const char *key, void *value, void *arg) {

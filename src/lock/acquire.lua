@@ -4,18 +4,23 @@
 -- KEYS[1]  the lock hash N: owner field -> hold count (Redisson RLock)
 -- KEYS[2]  with ARGV[4] only: the hand-off marker, undeclared in a Cluster like a channel
 --          (below): {N}:handoff (dlock's own), a string, the owner field of the waiter the
---          free lock is promised to; PEXPIRE ARGV[5]
--- KEYS[3]  fenced lock only (KEYS[2] without ARGV[4]): the token counter
+--          free lock is promised to; PEXPIRE ARGV[5] (release.lua sets it)
+-- KEYS[3]  with ARGV[4] only: the hand-off queue, undeclared in a Cluster: {N}:handoff_queue
+--          (dlock's own), a sorted set of the owner fields of waiting owners, scored by the
+--          server's clock (ms) when each joined; PEXPIRE ARGV[6], renewed by every join
+-- KEYS[4]  fenced lock with ARGV[4], KEYS[2] without: the token counter
 --          redisson_lock_token:{N}
 -- ARGV[1]  the lease to set, ms
 -- ARGV[2]  the owner field, <client-id>:<owner>
 -- ARGV[3]  the hold count the client believes this owner has before this acquire
--- ARGV[4]  optional: 1 if this owner has waited past the bound (it claims the next turn
---          should the lock be busy), 2 for its wait's last attempt (should the lock be
---          busy it leaves: a claim of its own is taken back), 0 if neither, - for no
---          marker (a Cluster: KEYS[2] is passed, never touched); absent: no marker, and
---          KEYS[2] is the token counter
--- ARGV[5]  with ARGV[4]: the marker's lifetime, ms
+-- ARGV[4]  optional: 1 for an attempt of a wait (should the lock be busy the owner joins
+--          the queue, or keeps its place there), 2 for its wait's last attempt (should
+--          the lock be busy it leaves the queue, and a promise to it goes too), 0 for a
+--          try that does not wait, - for neither marker nor queue (a Cluster: KEYS[2] and
+--          KEYS[3] are passed, never touched); absent: no marker, and KEYS[2] is the token
+--          counter
+-- ARGV[5]  with ARGV[4]: the marker's lifetime, ms (unused here)
+-- ARGV[6]  with ARGV[4]: the queue's lifetime, ms
 -- Reply    {1, holds, token}  acquired: the owner's hold count now and, for a fenced
 --                             lock, the token of this acquisition (0 otherwise): an
 --                             integer, or beyond 2^53, where a Lua number (a double)
@@ -26,20 +31,23 @@
 --
 -- The hand-off (Go's sync.Mutex starvation mode, the Linux mutex's hand-off flag): taking
 -- a free lock at once stays the fast path, so a releasing owner that comes back at once
--- usually beats the waiter its release woke. A waiter passed over past the bound claims
--- the next turn: when it finds the lock busy it names itself in the marker (unless
--- another waiter is named there), and while the marker names another owner a new
--- acquisition is refused as busy even when the lock is free. The named waiter takes the
--- lock on the next release and the marker goes with it. A marker outlives no waiter by
--- more than its lifetime: a waiter that died or gave up holds nobody back after that.
+-- may beat the waiter its release woke. A waiting owner that finds the lock taken joins
+-- the queue, in order of arrival, and keeps its place there while it waits. The last
+-- release names the queue's first waiter (release.lua) and, once that waiter has waited
+-- past the bound, promises it the lock in the marker: while the marker names another
+-- owner a new acquisition is refused as busy even when the lock is free. The named waiter
+-- takes the lock and the marker goes with it; one that a client knowing no marker beat
+-- to it goes back to the queue's head. A marker outlives no waiter by more than its
+-- lifetime: a waiter that died holds nobody back after that; one that leaves takes its
+-- place and any promise with it (its last attempt, or handoff_drop.lua).
 -- Reentrant acquisitions (the owner holds the lock already) never look at the marker.
--- Redisson's clients and dlock's spin lock know no marker: they take a free lock as ever.
--- The marker is a fairness hint, never what mutual exclusion rests on. A Cluster client
--- passes it undeclared and does not use it (ARGV[4] -): declared, a key that is usually
--- absent makes every acquire wait out a slot migration (TRYAGAIN); undeclared, one
--- written on the importing node while the old one still has it stops the migration
--- (MIGRATE: BUSYKEY). It is read through pcall all the same, so a marker out of reach is
--- no marker. A marker of another type is refused like any key of another type.
+-- Redisson's clients and dlock's spin lock know neither: they take a free lock as ever.
+-- Marker and queue are a fairness hint, never what mutual exclusion rests on. A Cluster
+-- client passes them undeclared and does not use them (ARGV[4] -): declared, a key that
+-- is usually absent makes every acquire wait out a slot migration (TRYAGAIN); undeclared,
+-- one written on the importing node while the old one still has it stops the migration
+-- (MIGRATE: BUSYKEY). They are read through pcall all the same, so one out of reach is
+-- none. One of another type is refused like any key of another type.
 --
 -- Applied once even when sent twice: if the owner already has one hold more than the
 -- client believes, this is a resend of an acquire whose reply was lost (or the client
@@ -62,7 +70,8 @@
 
 local claims = ARGV[4]
 local marker_key = claims and claims ~= '-' and KEYS[2]
-local token_key = (claims and KEYS[3]) or (not claims and KEYS[2]) or nil
+local queue_key = marker_key and claims ~= '0' and KEYS[3] -- a wait's attempt only
+local token_key = (claims and KEYS[4]) or (not claims and KEYS[2]) or nil
 local token
 if token_key then
     token = redis.call('get', token_key) or '0' -- a key of another type fails here
@@ -70,27 +79,98 @@ if token_key then
         return int64_refusal(token_key, token, 'a fencing token')
     end
 end
+
+-- A dlock-only key read through pcall: its value (false when absent), or nil when out of
+-- reach (a migration, a key the user's ACL denies: then it is not used at all), or the
+-- error that refuses the call when the key is of another type.
+local function side_read(...)
+    local v = redis.pcall(...)
+    if type(v) == 'table' and v.err then
+        if string.find(v.err, 'WRONGTYPE', 1, true) then
+            return nil, v
+        end
+        return nil
+    end
+    return v or false
+end
+
+-- This owner's place in the queue (its score), if it has one.
+local queued = false
+if queue_key then
+    local refused
+    queued, refused = side_read('zscore', queue_key, ARGV[2])
+    if refused then
+        return refused
+    end
+    queue_key = queued ~= nil and queue_key
+    queued = queued or false
+end
 -- The usual case first: no lock and no marker. One EXISTS answers it, where the checks
 -- below read three times; the outcome is theirs: a first hold, no token.
 if not token_key and redis.call('exists', KEYS[1], marker_key or KEYS[1]) == 0 then
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
+    if queued then
+        redis.call('zrem', queue_key, ARGV[2])
+    end
     return {1, 1, 0}
 end
-local promised = marker_key and redis.pcall('get', marker_key)
-if type(promised) == 'table' then -- refused: of another type, or not here (a migration)
-    if string.find(promised.err, 'WRONGTYPE', 1, true) then
-        return promised
+local promised = false
+if marker_key then
+    local refused
+    promised, refused = side_read('get', marker_key)
+    if refused then
+        return refused
     end
-    promised, marker_key = false, nil
+    marker_key = promised ~= nil and marker_key
+    promised = promised or false
 end
+
+-- The server's clock in ms, its µs as three decimals (joins within one ms keep their
+-- order), as a string: a Lua number would be sent with 14 digits only.
+local function now_ms()
+    local t = redis.call('time')
+    local us = tonumber(t[2])
+    return t[1] .. string.format('%03d.%03d', math.floor(us / 1000), us % 1000)
+end
+
+-- The owner waits on (busy, or promised to another): it joins the queue at its end, or
+-- keeps its place there; one whose promise a client knowing no marker took goes back to
+-- the head. Every join renews the queue's lifetime.
+local function wait_in_queue()
+    if not queue_key or claims ~= '1' then
+        return
+    end
+    if promised == ARGV[2] then
+        local head = redis.call('zrange', queue_key, 0, 0, 'withscores')
+        local first = head[2] and string.format('%.3f', tonumber(head[2]) - 1) or now_ms()
+        redis.call('zadd', queue_key, first, ARGV[2])
+        if marker_key then
+            redis.call('del', marker_key)
+        end
+    elseif not queued then
+        redis.call('zadd', queue_key, now_ms(), ARGV[2])
+    end
+    redis.call('pexpire', queue_key, ARGV[6])
+end
+
+-- The wait's last attempt, the lock still not its: it leaves the queue and its promise.
+local function leave_queue()
+    if claims ~= '2' then
+        return
+    end
+    if queued then
+        redis.call('zrem', queue_key, ARGV[2])
+    end
+    if promised == ARGV[2] then
+        redis.call('del', marker_key)
+    end
+end
+
 local holds = redis.call('hget', KEYS[1], ARGV[2])
 if not holds and redis.call('exists', KEYS[1]) == 1 then
-    if marker_key and claims == '1' and (not promised or promised == ARGV[2]) then
-        redis.call('set', marker_key, ARGV[2], 'px', ARGV[5])
-    elseif marker_key and claims == '2' and promised == ARGV[2] then
-        redis.call('del', marker_key) -- the waiter leaves: its claim goes with it
-    end
+    wait_in_queue()
+    leave_queue()
     return {0, redis.call('pttl', KEYS[1])}
 end
 holds = tonumber(holds) or 0
@@ -99,6 +179,8 @@ if holds == tonumber(ARGV[3]) + 1 then
     return {1, holds, int64_reply(token or '0')}
 end
 if holds == 0 and promised and promised ~= ARGV[2] then
+    wait_in_queue()
+    leave_queue()
     return {0, redis.call('pttl', marker_key)} -- free, but this turn is another waiter's
 end
 if token == '9223372036854775807' then
@@ -113,5 +195,8 @@ if token_key then
 end
 if promised == ARGV[2] then
     redis.call('del', marker_key) -- the turn it was promised is taken
+end
+if queued then
+    redis.call('zrem', queue_key, ARGV[2])
 end
 return {1, holds, int64_reply(token or '0')}

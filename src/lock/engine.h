@@ -206,6 +206,7 @@ void dlock__set_lease_start(dlock__op *o);
 void dlock__raise_token_start(dlock__op *o);
 /* The wait engine's hooks for a lock state (engine_acquire.c). */
 void dlock__acquire_attempt(dlock__waiter *w);
+bool dlock__acquire_named(const dlock__waiter *w, const char *turn, size_t len);
 void dlock__acquire_done(dlock__waiter *w, int status);
 
 #endif

@@ -24,6 +24,12 @@ void dlock__acquire_attempt(dlock__waiter *w) {
     dlock__hold_run(op->hold, op, acquire_send);
 }
 
+bool dlock__acquire_named(const dlock__waiter *w, const char *turn, size_t len) {
+    const lock_op *op = DLOCK__CONTAINER_OF(w, const lock_op, waiter);
+    const char *field = op->hold ? op->hold->field : "";
+    return strlen(field) == len && memcmp(field, turn, len) == 0;
+}
+
 /* A release failed with DLOCK_ECONN and was not repeated: count it as applied. If it was
  * not, this acquire finds one hold more than it believes and takes that hold as its own
  * (acquire.lua's resend rule), so no hold is left behind. */
@@ -35,12 +41,9 @@ static void settle_unsure_release(hold *h) {
     h->release_unsure = false;
 }
 
-/* The hand-off's rule (acquire.lua, lock_engine.h's claims): a wait claims from its second
- * attempt on — the first found the lock taken, the second (sent once subscribed) still
- * does: the waiter waits behind a hold, and without a claim the holder's next acquisition
- * could take the turn from it again and again. */
-#define HANDOFF_AFTER_ATTEMPTS 2
-
+/* The hand-off's rule (acquire.lua, lock_engine.h's claims): every attempt of a wait but
+ * its last puts the owner in line should it find the lock taken, the first one too, so
+ * that a waiter a message does not wake keeps its place all the same. */
 static void acquire_send(lock_op *op) {
     lock_handle *l = op->lock;
     hold *h = op->hold;
@@ -49,8 +52,7 @@ static void acquire_send(lock_op *op) {
     v.once = op->wait_ms == 0;
     v.attempts = ++op->attempts;
     v.last = !v.once && dlock__now_ms() >= op->waiter.deadline_ms;
-    v.claims = !v.once && !v.last && v.attempts >= HANDOFF_AFTER_ATTEMPTS &&
-               dlock__wait_first_in_line(&op->waiter);
+    v.claims = !v.once && !v.last;
     op->claim_open = (op->claim_open || v.claims) && !v.last;
     dlock__args a = {0};
     int nkeys = l->kind->acquire_args(&v, &a);
@@ -193,17 +195,21 @@ void dlock__acquire_done(dlock__waiter *w, int status) {
 }
 
 /* Where the owner waits: nowhere for a kind without pub/sub, the kind's own channel for
- * this owner, or the lock's. false on ENOMEM. */
-static bool waiting_channel(lock_op *op, const char **channel) {
+ * this owner, or the lock's, with the kind's turn channel. false on ENOMEM. */
+static bool waiting_channel(lock_op *op, const char **channel, const char **turn_channel) {
     lock_handle *l = op->lock;
     hold *h = op->hold;
     *channel = l->kind->no_channel ? NULL : l->channel;
-    if (l->kind->no_channel || !l->kind->waiter_channel)
+    *turn_channel = NULL;
+    if (l->kind->no_channel)
         return true;
-    if (!h->waiter_channel) {
-        dlock__lock_view v = dlock__view_of(l, h, op->lease_ms);
-        h->waiter_channel = l->kind->waiter_channel(&v);
+    dlock__lock_view v = dlock__view_of(l, h, op->lease_ms);
+    if (!l->kind->waiter_channel) {
+        *turn_channel = l->kind->turn_channel ? l->kind->turn_channel(&v) : NULL;
+        return true;
     }
+    if (!h->waiter_channel)
+        h->waiter_channel = l->kind->waiter_channel(&v);
     *channel = h->waiter_channel;
     return h->waiter_channel != NULL;
 }
@@ -216,11 +222,12 @@ void dlock__acquire_start(dlock__op *o) {
     hold *h = op->hold = dlock__hold_get(l, op->owner);
     /* the lease is registered before the acquire is sent: a release never runs ahead */
     bool watched = h && (op->lease_ms != DLOCK_WATCHDOG || h->watchdog || dlock__hold_watch(l, h));
-    const char *channel;
-    if (!watched || !waiting_channel(op, &channel)) {
+    const char *channel, *turn_channel;
+    if (!watched || !waiting_channel(op, &channel, &turn_channel)) {
         dlock__lock_op_fail(op, DLOCK_ENOMEM, NULL);
         return;
     }
     op->waiting = true;
-    dlock__wait_start_on(&op->waiter, &l->handle, &h->state->wait_ops, channel, op->wait_ms);
+    dlock__wait_start_on(&op->waiter, &l->handle, &h->state->wait_ops, channel, turn_channel,
+                         op->wait_ms);
 }

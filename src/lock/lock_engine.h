@@ -44,11 +44,10 @@ typedef struct dlock__lock_view {
     int attempts;          /* acquire: attempts of this wait sent so far, 1 for the first
                               (acquire_args: this one included) */
     /* acquire: the hand-off (acquire.lua). claims: should this attempt find the lock busy,
-     * the owner claims the next turn (the engine's rule: a wait that has been passed over,
-     * by the client's oldest waiter on the lock, whom a message wakes first; never a wait
-     * of 0 nor the last attempt). last: the wait's deadline has come: if busy the owner
-     * leaves, so the attempt takes back a claim instead. gave_up: claim_open, an attempt of
-     * the wait claimed a turn that no later one took back. */
+     * the owner waits in line for it (every attempt of a wait but its last; never a wait
+     * of 0). last: the wait's deadline has come: if busy the owner leaves the line, and a
+     * promise to it goes too. gave_up: claim_open, an attempt of the wait may have put
+     * the owner in line and no later one took it out. */
     bool claims, last, claim_open;
     void *data; /* the kind's own per-handle data (its key names) */
 } dlock__lock_view;
@@ -67,6 +66,13 @@ typedef struct dlock__lock_kind {
     /* Optional: the channel a waiting owner listens on, as a new string (NULL hook: the
      * lock's channel, shared by every waiter). Not used by a kind with no_channel. */
     char *(*waiter_channel)(const dlock__lock_view *v);
+    /* Optional, with the lock's channel: where the kind's last release names the waiter
+     * whose turn the lock is (the hand-off, release.lua), a string of the kind's data (NULL:
+     * none, as in a Cluster); and turn_ms, the longest such a turn holds the lock for its
+     * waiter (the marker's lifetime). A client none of whose waiters is named lets that
+     * release wake nobody (the waiting engine's turns, dlock_int.h). */
+    const char *(*turn_channel)(const dlock__lock_view *v);
+    int64_t turn_ms;
     /* A kind without pub/sub (the spin lock): its release publishes nothing, so a waiting
      * owner subscribes to nothing and attempts again only when busy_hint says (or at its
      * deadline). */

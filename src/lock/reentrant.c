@@ -7,34 +7,68 @@
  *   redisson_lock__channel:{N}     channel; "0" is published when the lock is freed
  *   redisson_lock_token:{N}        fenced lock: string counter, INCR per acquisition, no TTL
  *   {N}:handoff                    dlock only: string, the owner field of the waiter the
- *                                  next turn is promised to; PEXPIRE = HANDOFF_MARKER_MS
- * Scripts beside this file: acquire.lua, release.lua, force_release.lua; the watchdog
- * renews with the core's renew_hash.lua. (set_lease.lua and raise_token.lua serve the
- * composites, member.h.)
+ *                                  free lock is promised to; PEXPIRE = HANDOFF_MARKER_MS
+ *   {N}:handoff_queue              dlock only: sorted set, the owner fields of waiting
+ *                                  owners by the server's ms when they joined; PEXPIRE =
+ *                                  HANDOFF_QUEUE_MS from the latest join
+ *   dlock_lock_turn__channel:{N}   dlock only: channel; the last release publishes the
+ *                                  owner field of the waiter it names there just before "0"
+ * Scripts beside this file: acquire.lua, release.lua, force_release.lua, handoff_drop.lua;
+ * the watchdog renews with the core's renew_hash.lua. (set_lease.lua and raise_token.lua
+ * serve the composites, member.h.)
  *
- * The hand-off (acquire.lua tells the rule; the engine says when an attempt claims: a
- * client's oldest waiter on the lock, from its second attempt on, never a try without
- * waiting nor a last attempt) makes newcomers queue behind a claimant. The marker lives
- * HANDOFF_MARKER_MS from its owner's latest busy attempt: far longer than a woken waiter
- * takes to come (one message and one round trip), short enough that a waiter that died
- * holds nobody back for long; one that leaves takes its claim back (its last attempt, or
- * handoff_drop.lua). A Cluster client does not use the marker (acquire.lua says why). */
+ * The hand-off (acquire.lua and release.lua tell the rule): every attempt of a wait that
+ * finds the lock taken puts its owner in the queue, or keeps it there; a try that does not
+ * wait never queues. The last release names the queue's first waiter on the turn channel,
+ * and promises it the lock (the marker; newcomers queue behind it) once it has waited
+ * HANDOFF_BOUND_MS: below the bound a releasing owner that comes back at once may still
+ * take the lock first, the fast path. The marker lives HANDOFF_MARKER_MS: far longer than
+ * a woken waiter takes to come (one message and one round trip), short enough that a
+ * waiter that died holds nobody back for long; one that leaves takes its place and promise
+ * back (its last attempt, or handoff_drop.lua). The queue outlives its latest join by
+ * HANDOFF_QUEUE_MS, longer than a waiter sleeps between attempts under a watchdog's lease:
+ * should it lapse all the same, the next release names nobody and wakes a waiter of every
+ * client, which queue again. A Cluster client uses neither (acquire.lua says why).
+ *
+ * The turn channel makes one waiter, not one in every process, answer a release: the named
+ * waiter's client wakes it alone, and a client none of whose waiters is named lets the "0"
+ * wake nobody (the waiting engine's turns, src/core/wait.c). Those look again
+ * HANDOFF_MARKER_MS later at the latest, by when a promise to a waiter that never came has
+ * lapsed. */
 
 #include "dlock_object.h"
 #include "lock_engine.h"
 
 #define HANDOFF_MARKER_MS 100
+#define HANDOFF_BOUND_MS 1
+#define HANDOFF_QUEUE_MS 60000
+
+/* The kind's data: its dlock-only names. */
+typedef struct handoff_names {
+    char *marker;       /* {N}:handoff (N:handoff when N holds a hash tag) */
+    char *queue;        /* {N}:handoff_queue */
+    char *turn_channel; /* dlock_lock_turn__channel:{N} */
+} handoff_names;
 
 /* A Cluster client leaves the marker alone (acquire.lua says why). */
 static bool in_cluster(const dlock__lock_view *v) {
     return dlock__client_is_cluster(v->client);
 }
 
-/* acquire.lua: KEYS N, marker [, token key]; ARGV lease, field, believed holds, claims,
- * the marker's lifetime */
+static const char *marker_of(const dlock__lock_view *v) {
+    return ((const handoff_names *)v->data)->marker;
+}
+
+static const char *queue_of(const dlock__lock_view *v) {
+    return ((const handoff_names *)v->data)->queue;
+}
+
+/* acquire.lua: KEYS N, marker, queue [, token key]; ARGV lease, field, believed holds,
+ * claims, the marker's and the queue's lifetimes */
 static int acquire_args(const dlock__lock_view *v, dlock__args *a) {
     dlock__args_str(a, v->name);
-    dlock__args_str(a, v->data); /* the marker */
+    dlock__args_str(a, marker_of(v));
+    dlock__args_str(a, queue_of(v));
     if (v->token_key)
         dlock__args_str(a, v->token_key);
     int nkeys = a->n;
@@ -43,20 +77,36 @@ static int acquire_args(const dlock__lock_view *v, dlock__args *a) {
     dlock__args_int(a, v->believed);
     if (in_cluster(v))
         dlock__args_str(a, "-");
-    else /* 1: claim the next turn if busy; 2: the last attempt, take a claim back if busy */
+    else /* 1: a wait's attempt, queue if busy; 2: its last, leave the queue if busy */
         dlock__args_int(a, v->claims ? 1 : v->last ? 2 : 0);
     dlock__args_int(a, HANDOFF_MARKER_MS);
+    dlock__args_int(a, HANDOFF_QUEUE_MS);
     return nkeys;
 }
 
-/* release.lua: KEYS N, channel; ARGV lease, field, believed holds */
+/* release.lua: KEYS N, channel [, marker, queue, turn channel: not in a Cluster]; ARGV
+ * lease, field, believed holds [, the marker's lifetime, the bound] */
 static int release_args(const dlock__lock_view *v, dlock__args *a) {
     dlock__args_str(a, v->name);
     dlock__args_str(a, v->channel);
+    if (!in_cluster(v)) {
+        dlock__args_str(a, marker_of(v));
+        dlock__args_str(a, queue_of(v));
+        dlock__args_str(a, ((const handoff_names *)v->data)->turn_channel);
+    }
+    int nkeys = a->n;
     dlock__args_int(a, v->lease_ms);
     dlock__args_str(a, v->field);
     dlock__args_int(a, v->believed);
-    return 2;
+    if (!in_cluster(v)) {
+        dlock__args_int(a, HANDOFF_MARKER_MS);
+        dlock__args_int(a, HANDOFF_BOUND_MS);
+    }
+    return nkeys;
+}
+
+static const char *turn_channel(const dlock__lock_view *v) {
+    return in_cluster(v) ? NULL : ((const handoff_names *)v->data)->turn_channel;
 }
 
 /* force_release.lua: KEYS N, channel */
@@ -66,26 +116,43 @@ static int force_args(const dlock__lock_view *v, dlock__args *a) {
     return 2;
 }
 
-/* The kind's data: the marker's name, {N}:handoff (N:handoff when N holds a hash tag). */
-static void *marker_new(const char *name) {
-    return dlock__name_suffixed(name, "handoff");
+static void names_free(void *data) {
+    handoff_names *names = data;
+    if (!names)
+        return;
+    dlock__free(names->marker);
+    dlock__free(names->queue);
+    dlock__free(names->turn_channel);
+    dlock__free(names);
 }
 
-static void marker_free(void *marker) {
-    dlock__free(marker);
+static void *names_new(const char *name) {
+    handoff_names *names = dlock__calloc(1, sizeof(*names));
+    if (!names)
+        return NULL;
+    names->marker = dlock__name_suffixed(name, "handoff");
+    names->queue = dlock__name_suffixed(name, "handoff_queue");
+    names->turn_channel = dlock__name_prefixed("dlock_lock_turn__channel", name);
+    if (!names->marker || !names->queue || !names->turn_channel) {
+        names_free(names);
+        return NULL;
+    }
+    return names;
 }
 
-/* The owner stopped waiting before its last attempt (canceled, failed) with a claim on the
- * next turn: it takes the claim back (handoff_drop.lua), before anything it sends next. (A
- * wait that reached its deadline took it back in its last attempt.) */
+/* The owner stopped waiting before its last attempt (canceled, failed) after an attempt
+ * that may have queued it: it leaves the queue and takes back a promise to it
+ * (handoff_drop.lua), before anything it sends next. (A wait that reached its deadline did
+ * so in its last attempt.) */
 static void gave_up(const dlock__lock_view *v) {
     if (in_cluster(v) || !v->claim_open)
         return;
     dlock__args a = {0};
-    dlock__args_str(&a, v->data); /* the marker */
+    dlock__args_str(&a, marker_of(v));
+    dlock__args_str(&a, queue_of(v));
     dlock__args_str(&a, v->field);
     dlock__script(v->client, DLOCK__SCRIPT_LOCK_HANDOFF_DROP, DLOCK__CMD_RETRY_SAFE,
-                  dlock__ignore_reply, (void *)"lock: taking back a hand-off claim", 1, a.n, a.v,
+                  dlock__ignore_reply, (void *)"lock: leaving the hand-off queue", 2, a.n, a.v,
                   a.len);
 }
 
@@ -98,10 +165,12 @@ static const dlock__lock_kind reentrant_kind = {
     .release_args = release_args,
     .force_args = force_args,
     .renew_script = DLOCK__SCRIPT_CORE_RENEW_HASH,
-    .wake_count = dlock__wake_one, /* a freed lock lets one waiter of each client in */
+    .wake_count = dlock__wake_one, /* a freed lock lets one waiter of a client in */
+    .turn_channel = turn_channel,
+    .turn_ms = HANDOFF_MARKER_MS,
     .gave_up = gave_up,
-    .data_new = marker_new,
-    .data_free = marker_free,
+    .data_new = names_new,
+    .data_free = names_free,
 };
 
 int dlock_lock_new(dlock_client *c, const char *name, dlock_lock **out) {

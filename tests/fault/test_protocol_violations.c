@@ -276,8 +276,10 @@ static int wait_for_lock(void *arg) {
 }
 
 /* A waiter through the injector on a lock the direct client holds; `bad` arrives after its
- * SUBSCRIBE's confirmation. The subscriber connection is dropped and made again, the channel
- * subscribed again, and the release still wakes the waiter. */
+ * first SUBSCRIBE's confirmation (a lock's waiter subscribes to the lock's channel and its
+ * turn channel, in the order of the client's channel map: the other may still be in flight,
+ * so `logged` is what both cases say). The subscriber connection is dropped and made again, the
+ * channel subscribed again, and the release still wakes the waiter. */
 static void bad_push_after_subscribe(const char *bad, const char *logged) {
     setup s = open_setup();
     dlock_lock *held;
@@ -313,7 +315,8 @@ static void test_a_one_element_message_push_costs_the_subscriber_connection(void
 static void test_a_two_element_unsubscribe_costs_the_subscriber_connection(void **state) {
     (void)state;
     test_watchdog_arm(30, __func__);
-    bad_push_after_subscribe(SHORT_UNSUBSCRIBE, "a reply to no command: an array of 2 elements");
+    bad_push_after_subscribe(SHORT_UNSUBSCRIBE,
+                             "an array of 2 elements [the string \"unsubscribe\"");
 }
 
 static void test_garbage_on_the_subscriber_connection_costs_only_it(void **state) {

@@ -6,7 +6,9 @@
  * DLOCK_ENOPERM, long before its wait would, and dlock_last_error() names the channel, the
  * user and what to grant; the refusal does not make the client reconnect in a loop (the
  * server's count of connections stays small over the whole wait); a script whose PUBLISH
- * the ACL refuses is DLOCK_ENOPERM with the user named; and `dlock run` exits 77. */
+ * the ACL refuses is DLOCK_ENOPERM with the user named; and `dlock run` exits 77. A user
+ * granted Redisson's lock channels only (not dlock's turn channel): its waits and releases
+ * work as before, the turn channel refused once and not asked for again. */
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -179,6 +181,82 @@ static void test_release_whose_publish_is_refused_is_enoperm_naming_the_user(voi
     redis_fixture_stop(f);
 }
 
+/* ---- a user with Redisson's channels only ---------------------------------------------------- */
+
+static long long subscribes_seen(redis_fixture *f) {
+    return redis_fixture_info_int(f, "commandstats", "cmdstat_subscribe.calls") +
+           redis_fixture_info_int(f, "commandstats", "cmdstat_subscribe.rejected_calls");
+}
+
+typedef struct turn_waiter {
+    dlock_lock *l;
+    blocking_call call;
+} turn_waiter;
+
+static int wait_then_release(void *arg) {
+    turn_waiter *w = arg;
+    int rc = dlock_lock_try_acquire(w->l, slack_ms(10000), 30000);
+    return rc == DLOCK_OK ? dlock_lock_release(w->l) : rc;
+}
+
+/* The lock's channel is granted, dlock's turn channel is not: the turn channel's SUBSCRIBE
+ * is refused once, the wait goes on and is woken by the release, whose PUBLISH of the turn
+ * naming it (refused too) costs it nothing; the next wait asks for the lock's channel
+ * only. */
+static void
+test_a_user_with_redissons_channels_only_waits_and_releases_without_turns(void **state) {
+    (void)state;
+    test_watchdog_arm(60, __func__);
+    redis_fixture *f = start_server();
+    redisReply *r = redis_fixture_cmd(
+        f, "ACL SETUSER rlocks on >pw ~* resetchannels &redisson_lock__channel:* +@all");
+    assert_non_null(r);
+    assert_int_not_equal(r->type, REDIS_REPLY_ERROR);
+    freeReplyObject(r);
+    char url[PATH_MAX + 64];
+    snprintf(url, sizeof(url), "unix://%s?user=rlocks&password=pw", redis_fixture_socket(f));
+    dlock_client *a = connect_client_cfg(NULL, (test_client_cfg){.url = url});
+    dlock_client *b = connect_client_cfg(NULL, (test_client_cfg){.url = url});
+    dlock_lock *la, *lb;
+    ASSERT_RC(dlock_lock_new(a, "acl-turns", &la), DLOCK_OK);
+    ASSERT_RC(dlock_lock_new(b, "acl-turns", &lb), DLOCK_OK);
+    ASSERT_RC(dlock_lock_acquire(la, 30000), DLOCK_OK);
+
+    long long before = subscribes_seen(f);
+    turn_waiter w = {.l = lb};
+    blocking_call_start(&w.call, wait_then_release, &w);
+    /* b's waiter joins the hand-off queue, so that the release names it: a PUBLISH of the
+     * turn the ACL refuses */
+    int64_t until = test_now_ms() + slack_ms(3000);
+    while (redis_fixture_int(f, "ZCARD {acl-turns}:handoff_queue") != 1 && test_now_ms() < until)
+        test_sleep_ms(2);
+    assert_int_equal(redis_fixture_int(f, "ZCARD {acl-turns}:handoff_queue"), 1);
+    /* both SUBSCRIBEs went out together: the lock's (granted) and the turn channel's */
+    while (subscribes_seen(f) - before < 2 && test_now_ms() < until)
+        test_sleep_ms(2);
+    assert_int_equal(subscribes_seen(f) - before, 2);
+    assert_int_equal(redis_fixture_info_int(f, "commandstats", "cmdstat_subscribe.rejected_calls"),
+                     1);
+    ASSERT_RC(dlock_lock_release(la), DLOCK_OK);
+    ASSERT_RC(blocking_call_join(&w.call), DLOCK_OK);
+
+    /* the next wait of b's client asks for the lock's channel only */
+    ASSERT_RC(dlock_lock_acquire(la, 30000), DLOCK_OK);
+    before = subscribes_seen(f);
+    turn_waiter w2 = {.l = lb};
+    blocking_call_start_asleep(&w2.call, wait_then_release, &w2, f,
+                               (asleep_sign){"redisson_lock__channel:{acl-turns}", 1, 2, NULL});
+    assert_int_equal(subscribes_seen(f) - before, 1);
+    ASSERT_RC(dlock_lock_release(la), DLOCK_OK);
+    ASSERT_RC(blocking_call_join(&w2.call), DLOCK_OK);
+    assert_int_equal(redis_fixture_int(f, "EXISTS acl-turns"), 0);
+    dlock_lock_free(la);
+    dlock_lock_free(lb);
+    dlock_client_free(a);
+    dlock_client_free(b);
+    redis_fixture_stop(f);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lock_waiter_without_channel_permission_fails_promptly_with_enoperm),
@@ -186,6 +264,7 @@ int main(void) {
             test_semaphore_waiter_without_channel_permission_fails_promptly_with_enoperm),
         cmocka_unit_test(test_second_waiter_after_a_refusal_is_refused_too),
         cmocka_unit_test(test_release_whose_publish_is_refused_is_enoperm_naming_the_user),
+        cmocka_unit_test(test_a_user_with_redissons_channels_only_waits_and_releases_without_turns),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* test_lock_handoff.c — the reentrant lock's hand-off (src/lock/acquire.lua): a waiter passed
- * over claims the next turn in the marker {N}:handoff, newcomers are refused while it names
- * another owner even when the lock is free, the waiter takes the lock on the next release
- * and the marker goes; a waiter that dies holds nobody back past the marker's lifetime; the
- * lock hash stays Redisson's. Every test starts its own server. */
+/* test_lock_handoff.c — the reentrant lock's hand-off (src/lock/acquire.lua, release.lua): a
+ * waiter that finds the lock taken joins the queue {N}:handoff_queue and keeps its place; the
+ * last release names the queue's first waiter on the turn channel just before "0" and, once
+ * it has waited past the bound, promises it the lock in the marker {N}:handoff, which
+ * refuses newcomers even when the lock is free; the waiter takes the lock and marker and
+ * place go; one beaten to its promise by a client that knows no marker goes back to the
+ * head; a release wakes no waiter of a client none of whose waiters it names; a waiter
+ * that dies holds nobody back past the marker's lifetime; one that gives up leaves the
+ * queue; a try that does not wait never queues; the lock hash stays Redisson's. Every test
+ * starts its own server. */
 #include <limits.h>
 
 #include "kill_helpers.h"
@@ -16,16 +21,56 @@ static char *marker_of(redis_fixture *f, const char *marker) {
     return redis_fixture_str(f, "GET %s", marker);
 }
 
-/* Polls until the marker exists (a waiter claimed the next turn) and returns its value;
- * fails the test after a generous bound. */
-static char *marker_claimed(redis_fixture *f, const char *marker) {
-    for (int64_t until = test_now_ms() + slack_ms(3000); test_now_ms() < until; test_sleep_ms(2)) {
-        char *owner = marker_of(f, marker);
-        if (owner)
-            return owner;
-    }
-    fail_msg("no waiter claimed the next turn in %s", marker);
-    return NULL;
+/* The queue's member at place i (0: first), or NULL; the caller frees it. */
+static char *queued_at(redis_fixture *f, const char *queue, int i) {
+    redisReply *r = redis_fixture_cmd(f, "ZRANGE %s %d %d", queue, i, i);
+    assert_non_null(r);
+    char *member =
+        r->type == REDIS_REPLY_ARRAY && r->elements == 1 ? strdup(r->element[0]->str) : NULL;
+    freeReplyObject(r);
+    return member;
+}
+
+/* Polls until the queue holds n waiters. */
+static void queue_holds(redis_fixture *f, const char *queue, long long n) {
+    bool ok = false;
+    POLL_UNTIL(ok, redis_fixture_int(f, "ZCARD %s", queue) == n, slack_ms(3000));
+    if (!ok)
+        fail_msg("%s never held %lld waiters", queue, n);
+}
+
+/* The server's clock, ms. */
+static double server_ms(redis_fixture *f) {
+    redisReply *r = redis_fixture_cmd(f, "TIME");
+    assert_non_null(r);
+    double ms = atof(r->element[0]->str) * 1000 + atof(r->element[1]->str) / 1000;
+    freeReplyObject(r);
+    return ms;
+}
+
+/* Polls until the member has waited in the queue past the bound (release.lua's, 1 ms), by
+ * the server's clock. */
+static void waited_past_bound(redis_fixture *f, const char *queue, const char *member) {
+    char *score = redis_fixture_str(f, "ZSCORE %s %s", queue, member);
+    assert_non_null(score);
+    double joined = atof(score);
+    free(score);
+    bool ok = false;
+    POLL_UNTIL(ok, server_ms(f) - joined >= 2, slack_ms(3000));
+    assert_true(ok);
+}
+
+/* What release.lua publishes for a turn, from one script: the turn, then "0". */
+static void publish_turn(redis_fixture *f, const char *name, const char *field) {
+    char turn[128], channel[128];
+    snprintf(turn, sizeof(turn), "dlock_lock_turn__channel:{%s}", name);
+    snprintf(channel, sizeof(channel), "redisson_lock__channel:{%s}", name);
+    redisReply *r = redis_fixture_cmd(
+        f, "EVAL %s 2 %s %s %s",
+        "redis.call('publish', KEYS[1], ARGV[1]); return redis.call('publish', KEYS[2], '0')", turn,
+        channel, field);
+    assert_non_null(r);
+    freeReplyObject(r);
 }
 
 typedef struct waiter {
@@ -48,10 +93,10 @@ static int wait_then_release(void *arg) {
     return rc == DLOCK_OK ? dlock_lock_release(w->l) : rc;
 }
 
-/* ---- the claim and the refused newcomer -------------------------------------------------- */
+/* ---- the queue, the promise and the refused newcomer ------------------------------------ */
 
-/* The claim, the refused newcomer and the turn taken, on a lock or a fenced lock (whose
- * token still rises: 1 for the holder, 2 for the waiter). */
+/* The queue, the promise, the refused newcomer and the turn taken, on a lock or a fenced
+ * lock (whose token still rises: 1 for the holder, 2 for the waiter). */
 static void promised_turn(bool fenced) {
     redis_fixture *f = start_server();
     dlock_client *a = connect_client(f), *b = connect_client(f);
@@ -61,40 +106,50 @@ static void promised_turn(bool fenced) {
     char holder[128];
     owner_field(a, dlock_thread_owner(), holder, sizeof(holder));
 
-    /* b waits; its second busy attempt (after its subscription) claims the next turn */
+    /* b waits: its busy attempts put it in the queue, once, scored by the server's clock */
+    double before = server_ms(f);
     waiter w = {.l = lb, .wait_ms = slack_ms(10000)};
     blocking_call_start_asleep(&w.call, wait_for_lock, &w, f,
                                (asleep_sign){"redisson_lock__channel:{promised}", 1, 2, NULL});
-    char *claimed = marker_claimed(f, "{promised}:handoff");
-    assert_true(strncmp(claimed, dlock_client_id(b), 36) == 0);
-    ASSERT_BETWEEN(pttl_of(f, "{promised}:handoff"), 1, MARKER_MS);
-    /* the lock hash is Redisson's, untouched by the claim */
+    char waiter_field[128];
+    owner_field(b, w.owner, waiter_field, sizeof(waiter_field));
+    queue_holds(f, "{promised}:handoff_queue", 1);
+    char *first = queued_at(f, "{promised}:handoff_queue", 0);
+    assert_string_equal(first, waiter_field);
+    free(first);
+    char *score = redis_fixture_str(f, "ZSCORE {promised}:handoff_queue %s", waiter_field);
+    ASSERT_BETWEEN(atof(score), before, server_ms(f));
+    free(score);
+    long long life = pttl_of(f, "{promised}:handoff_queue");
+    ASSERT_BETWEEN(life, 1, 60000); /* reentrant.c's HANDOFF_QUEUE_MS */
+    /* the lock hash is Redisson's, untouched by the queue */
     char dump[256], expected[256];
     hash_dump(f, "promised", dump, sizeof(dump));
     snprintf(expected, sizeof(expected), "%s=1;", holder);
     assert_string_equal(dump, expected);
 
-    /* the lock freed without a message (b is not woken): a's newcomer acquire is refused.
-     * (The marker is made to outlive a slow machine: its lifetime is not this test's.) */
-    assert_int_equal(redis_fixture_int(f, "PEXPIRE {promised}:handoff 60000"), 1);
+    /* the state a release that promised b leaves, its message not yet read: a's newcomer
+     * acquire is refused. (The marker is made to outlive a slow machine: its lifetime is not
+     * this test's.) */
+    assert_int_equal(redis_fixture_int(f, "ZREM {promised}:handoff_queue %s", waiter_field), 1);
+    char *ok = redis_fixture_str(f, "SET {promised}:handoff %s PX 60000", waiter_field);
+    free(ok);
     assert_int_equal(redis_fixture_int(f, "DEL promised"), 1);
     ASSERT_RC(dlock_lock_try_acquire(la, 0, 30000), DLOCK_ETIMEDOUT);
     assert_int_equal(redis_fixture_int(f, "EXISTS promised"), 0);
+    assert_int_equal(redis_fixture_int(f, "EXISTS {promised}:handoff_queue"), 0); /* a try */
     assert_false(blocking_call_returned(&w.call));
 
-    /* the release's message wakes b, which takes its turn; the marker goes with it */
-    assert_int_equal(redis_fixture_int(f, "PUBLISH redisson_lock__channel:{promised} 0"), 1);
+    /* the release's turn and "0" wake b, which takes its turn; the marker goes with it */
+    publish_turn(f, "promised", waiter_field);
     ASSERT_RC(blocking_call_join(&w.call), DLOCK_OK);
-    char waiter_field[128];
-    owner_field(b, w.owner, waiter_field, sizeof(waiter_field));
-    assert_string_equal(claimed, waiter_field);
     hash_dump(f, "promised", dump, sizeof(dump));
     snprintf(expected, sizeof(expected), "%s=1;", waiter_field);
     assert_string_equal(dump, expected);
     assert_int_equal(redis_fixture_int(f, "EXISTS {promised}:handoff"), 0);
+    assert_int_equal(redis_fixture_int(f, "EXISTS {promised}:handoff_queue"), 0);
     assert_int_equal(redis_fixture_int(f, "GET redisson_lock_token:{promised}"),
                      fenced ? 2 : LLONG_MIN);
-    free(claimed);
     dlock_lock_free(la);
     dlock_lock_free(lb);
     dlock_client_free(a);
@@ -164,6 +219,184 @@ static void test_a_waiter_gets_the_lock_against_an_owner_that_reacquires_at_once
     redis_fixture_stop(f);
 }
 
+/* ---- what a release names ---------------------------------------------------------------- */
+
+/* The next pub/sub message on sub (a PSUBSCRIBE): its channel and payload must be these. */
+static void expect_message(redisContext *sub, const char *channel, const char *payload) {
+    redisReply *r = NULL;
+    assert_int_equal(redisGetReply(sub, (void **)&r), REDIS_OK);
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    assert_int_equal(r->elements, 4); /* pmessage, pattern, channel, payload */
+    assert_string_equal(r->element[2]->str, channel);
+    assert_string_equal(r->element[3]->str, payload);
+    freeReplyObject(r);
+}
+
+/* The queue's first waiter, joined long ago, is named and promised the lock: it leaves the
+ * queue for the marker, and a newcomer is refused. Once the marker is gone, the next release
+ * names the next waiter, which joined after the release's clock (not past the bound): named,
+ * not promised, it keeps its place. The turn and "0" come back to back. */
+static void test_a_release_names_the_first_waiter_and_promises_it_past_the_bound(void **state) {
+    (void)state;
+    test_watchdog_arm(BUDGET_S, __func__);
+    redis_fixture *f = start_server();
+    dlock_client *a = connect_client(f);
+    dlock_lock *la = new_lock(a, "names");
+    ASSERT_RC(dlock_lock_acquire(la, 30000), DLOCK_OK);
+    char young[64];
+    snprintf(young, sizeof(young), "%.3f", server_ms(f) + 3600000);
+    assert_int_equal(
+        redis_fixture_int(f, "ZADD {names}:handoff_queue 1000 old:1 %s young:2", young), 2);
+    redisContext *sub = psubscribe_to(f, "*__channel:{names}");
+
+    ASSERT_RC(dlock_lock_release(la), DLOCK_OK);
+    expect_message(sub, "dlock_lock_turn__channel:{names}", "old:1");
+    expect_message(sub, "redisson_lock__channel:{names}", "0");
+    char *promised = marker_of(f, "{names}:handoff");
+    assert_string_equal(promised, "old:1");
+    free(promised);
+    ASSERT_BETWEEN(pttl_of(f, "{names}:handoff"), 0, MARKER_MS);
+    char *first = queued_at(f, "{names}:handoff_queue", 0);
+    assert_string_equal(first, "young:2");
+    free(first);
+    assert_int_equal(redis_fixture_int(f, "ZCARD {names}:handoff_queue"), 1);
+    assert_int_equal(redis_fixture_int(f, "PEXPIRE {names}:handoff 60000"), 1);
+    ASSERT_RC(dlock_lock_try_acquire(la, 0, 30000), DLOCK_ETIMEDOUT); /* promised to old:1 */
+
+    assert_int_equal(redis_fixture_int(f, "DEL {names}:handoff"), 1); /* as if it lapsed */
+    ASSERT_RC(dlock_lock_try_acquire(la, 0, 30000), DLOCK_OK);
+    ASSERT_RC(dlock_lock_release(la), DLOCK_OK);
+    expect_message(sub, "dlock_lock_turn__channel:{names}", "young:2");
+    expect_message(sub, "redisson_lock__channel:{names}", "0");
+    assert_int_equal(redis_fixture_int(f, "EXISTS {names}:handoff"), 0);
+    assert_int_equal(redis_fixture_int(f, "ZCARD {names}:handoff_queue"), 1);
+    redisFree(sub);
+    dlock_lock_free(la);
+    dlock_client_free(a);
+    redis_fixture_stop(f);
+}
+
+/* A waiter promised the lock but beaten to it by a client that knows no marker (Redisson's:
+ * it takes a free lock as ever) goes back to the head of the queue, before a waiter that
+ * joined after it, and its promise goes: the next release names it again. */
+static void test_a_waiter_beaten_to_its_promise_goes_back_to_the_head(void **state) {
+    (void)state;
+    test_watchdog_arm(BUDGET_S, __func__);
+    redis_fixture *f = start_server();
+    dlock_client *a = connect_client(f), *b = connect_client(f);
+    dlock_lock *la = new_lock(a, "front"), *lb = new_lock(b, "front");
+    ASSERT_RC(dlock_lock_acquire(la, 30000), DLOCK_OK);
+    waiter w = {.l = lb, .wait_ms = slack_ms(10000)};
+    blocking_call_start_asleep(&w.call, wait_for_lock, &w, f,
+                               (asleep_sign){"redisson_lock__channel:{front}", 1, 2, NULL});
+    char field[128];
+    owner_field(b, w.owner, field, sizeof(field));
+    queue_holds(f, "{front}:handoff_queue", 1);
+    char *score = redis_fixture_str(f, "ZSCORE {front}:handoff_queue %s", field);
+    char later[64];
+    snprintf(later, sizeof(later), "%.3f", atof(score) + 1);
+    free(score);
+    assert_int_equal(redis_fixture_int(f, "ZADD {front}:handoff_queue %s later:9", later), 1);
+
+    /* a's lock freed with b promised (as a release leaves it), then a Redisson holder */
+    assert_int_equal(redis_fixture_int(f, "ZREM {front}:handoff_queue %s", field), 1);
+    char *ok = redis_fixture_str(f, "SET {front}:handoff %s PX 60000", field);
+    free(ok);
+    assert_int_equal(redis_fixture_int(f, "DEL front"), 1);
+    assert_int_equal(redis_fixture_int(f, "HSET front redisson-client:1 1"), 1);
+    assert_int_equal(redis_fixture_int(f, "PEXPIRE front 60000"), 1);
+    dlock_stats before;
+    dlock_stats_init(&before);
+    ASSERT_RC(dlock_client_stats(b, &before), DLOCK_OK);
+    /* a "0" without a turn (Redisson's release) wakes b, whose attempt finds the lock taken */
+    assert_int_equal(redis_fixture_int(f, "PUBLISH redisson_lock__channel:{front} 0"), 1);
+    bool gone = false;
+    POLL_UNTIL(gone, redis_fixture_int(f, "EXISTS {front}:handoff") == 0, slack_ms(3000));
+    assert_true(gone);
+    char *first = queued_at(f, "{front}:handoff_queue", 0);
+    assert_string_equal(first, field);
+    free(first);
+    char *second = queued_at(f, "{front}:handoff_queue", 1);
+    assert_string_equal(second, "later:9");
+    free(second);
+
+    /* the Redisson holder leaves; b takes the lock and its place goes */
+    assert_int_equal(redis_fixture_int(f, "ZREM {front}:handoff_queue later:9"), 1);
+    assert_int_equal(redis_fixture_int(f, "DEL front"), 1);
+    assert_int_equal(redis_fixture_int(f, "PUBLISH redisson_lock__channel:{front} 0"), 1);
+    ASSERT_RC(blocking_call_join(&w.call), DLOCK_OK);
+    assert_int_equal(redis_fixture_int(f, "EXISTS {front}:handoff_queue"), 0);
+    dlock_lock_free(la);
+    dlock_lock_free(lb);
+    dlock_client_free(a);
+    dlock_client_free(b);
+    redis_fixture_stop(f);
+}
+
+/* ---- one waiter answers a release ---------------------------------------------------------- */
+
+static dlock_stats stats_of(dlock_client *c) {
+    dlock_stats s;
+    dlock_stats_init(&s);
+    ASSERT_RC(dlock_client_stats(c, &s), DLOCK_OK);
+    return s;
+}
+
+static bool subscribed_twice(dlock_client *c) {
+    return stats_of(c).subscriptions == 2; /* the lock's channel and its turn channel */
+}
+
+/* a holds; b's waiter is first in the queue, c's second, both asleep. a's release names
+ * b's waiter on the turn channel: c lets the release's "0" pass without waking its waiter,
+ * b takes the lock. b's own release names c's waiter, which is woken and takes the lock. */
+static void test_a_release_that_names_one_clients_waiter_wakes_no_waiter_of_another(void **state) {
+    (void)state;
+    test_watchdog_arm(BUDGET_S, __func__);
+    redis_fixture *f = start_server();
+    dlock_client *a = connect_client(f), *b = connect_client(f), *c = connect_client(f);
+    dlock_lock *la = new_lock(a, "one-wakes"), *lb = new_lock(b, "one-wakes"),
+               *lc = new_lock(c, "one-wakes");
+    ASSERT_RC(dlock_lock_acquire(la, 30000), DLOCK_OK);
+    waiter wb = {.l = lb, .wait_ms = slack_ms(10000)};
+    blocking_call_start_asleep(&wb.call, wait_then_release, &wb, f,
+                               (asleep_sign){"redisson_lock__channel:{one-wakes}", 1, 2, NULL});
+    queue_holds(f, "{one-wakes}:handoff_queue", 1);
+    waiter wc = {.l = lc, .wait_ms = slack_ms(10000)};
+    blocking_call_start_asleep(&wc.call, wait_then_release, &wc, f,
+                               (asleep_sign){"redisson_lock__channel:{one-wakes}", 2, 2, NULL});
+    queue_holds(f, "{one-wakes}:handoff_queue", 2);
+    char *first = queued_at(f, "{one-wakes}:handoff_queue", 0);
+    assert_true(strncmp(first, dlock_client_id(b), 36) == 0);
+    free(first);
+    bool ready = false;
+    POLL_UNTIL(ready, subscribed_twice(b) && subscribed_twice(c), slack_ms(3000));
+    assert_true(ready);
+    dlock_stats c_before = stats_of(c);
+
+    ASSERT_RC(dlock_lock_release(la), DLOCK_OK);
+    bool spared = false;
+    POLL_UNTIL(spared, stats_of(c).wakes_spared == c_before.wakes_spared + 1, slack_ms(3000));
+    assert_true(spared);
+    /* read after the pass was counted: the "0" was read and woke no waiter of c */
+    assert_int_equal(stats_of(c).wakes, c_before.wakes);
+    ASSERT_RC(blocking_call_join(&wb.call), DLOCK_OK); /* b took its turn, then released */
+    assert_true(stats_of(b).wakes >= 1);
+    ASSERT_RC(blocking_call_join(&wc.call), DLOCK_OK); /* b's release named c's waiter */
+    dlock_stats c_after = stats_of(c);
+    assert_int_equal(c_after.wakes, c_before.wakes + 1);
+    assert_int_equal(c_after.wakes_spared, c_before.wakes_spared + 1);
+    assert_int_equal(redis_fixture_int(f, "EXISTS one-wakes"), 0);
+    assert_int_equal(redis_fixture_int(f, "EXISTS {one-wakes}:handoff_queue"), 0);
+    dlock_lock_free(la);
+    dlock_lock_free(lb);
+    dlock_lock_free(lc);
+    dlock_client_free(a);
+    dlock_client_free(b);
+    dlock_client_free(c);
+    redis_fixture_stop(f);
+}
+
 /* ---- a waiter killed --------------------------------------------------------------------- */
 
 /* The child: its own client (made after the fork), then a wait for the lock that never
@@ -191,7 +424,9 @@ static void test_a_killed_waiter_holds_nobody_back_past_the_markers_lifetime(voi
     pid_t pid = fork_child();
     if (pid == 0)
         waiter_child(redis_fixture_unix_url(f), "dead-waiter");
-    free(marker_claimed(f, "{dead-waiter}:handoff"));
+    queue_holds(f, "{dead-waiter}:handoff_queue", 1);
+    char *dead = queued_at(f, "{dead-waiter}:handoff_queue", 0);
+    waited_past_bound(f, "{dead-waiter}:handoff_queue", dead);
     assert_int_equal(kill(pid, SIGKILL), 0);
     assert_int_equal(waitpid(pid, NULL, 0), pid);
     child_forget(pid);
@@ -199,14 +434,19 @@ static void test_a_killed_waiter_holds_nobody_back_past_the_markers_lifetime(voi
     /* promised to the dead for no longer than the marker's lifetime */
     ASSERT_RC(dlock_lock_release(la), DLOCK_OK);
     int64_t released_at = test_now_ms();
+    char *promised = marker_of(f, "{dead-waiter}:handoff");
     long long left = pttl_of(f, "{dead-waiter}:handoff");
+    assert_true(promised == NULL || strcmp(promised, dead) == 0);
     assert_true(left == -2 || (left >= 0 && left <= MARKER_MS));
     ASSERT_RC(dlock_lock_try_acquire(lc, slack_ms(2000), 30000), DLOCK_OK);
     int64_t took = test_now_ms() - released_at;
     ASSERT_BETWEEN(took, 0, MARKER_MS + slack_ms(200));
     printf("# the lock taken %lld ms after its release (the marker had %lld ms left)\n",
            (long long)took, left);
+    assert_int_equal(redis_fixture_int(f, "EXISTS {dead-waiter}:handoff_queue"), 0);
     ASSERT_RC(dlock_lock_release(lc), DLOCK_OK);
+    free(promised);
+    free(dead);
     dlock_lock_free(la);
     dlock_lock_free(lc);
     dlock_client_free(a);
@@ -214,9 +454,9 @@ static void test_a_killed_waiter_holds_nobody_back_past_the_markers_lifetime(voi
     redis_fixture_stop(f);
 }
 
-/* ---- a waiter that does not wait --------------------------------------------------------- */
+/* ---- a waiter that does not wait, one that gives up --------------------------------------- */
 
-static void test_a_try_without_waiting_never_claims_a_turn(void **state) {
+static void test_a_try_without_waiting_never_queues(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
@@ -226,6 +466,7 @@ static void test_a_try_without_waiting_never_claims_a_turn(void **state) {
     for (int i = 0; i < 5; i++)
         ASSERT_RC(dlock_lock_try_acquire(lb, 0, 30000), DLOCK_ETIMEDOUT);
     assert_int_equal(redis_fixture_int(f, "EXISTS {no-claim}:handoff"), 0);
+    assert_int_equal(redis_fixture_int(f, "EXISTS {no-claim}:handoff_queue"), 0);
     ASSERT_RC(dlock_lock_release(la), DLOCK_OK);
     ASSERT_RC(dlock_lock_try_acquire(lb, 0, 30000), DLOCK_OK);
     ASSERT_RC(dlock_lock_release(lb), DLOCK_OK);
@@ -236,9 +477,10 @@ static void test_a_try_without_waiting_never_claims_a_turn(void **state) {
     redis_fixture_stop(f);
 }
 
-/* A waiter that claimed the next turn and then gave up takes its claim back: the lock it
- * leaves free is anybody's at once, not refused for the marker's lifetime. */
-static void test_a_waiter_that_gave_up_takes_its_claim_back(void **state) {
+/* A waiter that was promised the lock and then gave up leaves the queue and takes its
+ * promise back: the lock it leaves free is anybody's at once, not refused for the marker's
+ * lifetime. */
+static void test_a_waiter_that_gave_up_leaves_the_queue_and_its_promise(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
@@ -246,17 +488,23 @@ static void test_a_waiter_that_gave_up_takes_its_claim_back(void **state) {
     dlock_lock *la = new_lock(a, "left"), *lb = new_lock(b, "left");
     ASSERT_RC(dlock_lock_acquire(la, 30000), DLOCK_OK);
     waiter w = {.l = lb, .wait_ms = 60000};
-    blocking_call_start(&w.call, wait_for_lock, &w);
-    free(marker_claimed(f, "{left}:handoff"));
+    blocking_call_start_asleep(&w.call, wait_for_lock, &w, f,
+                               (asleep_sign){"redisson_lock__channel:{left}", 1, 2, NULL});
+    queue_holds(f, "{left}:handoff_queue", 1);
+    char field[128];
+    owner_field(b, w.owner, field, sizeof(field));
+    char *ok = redis_fixture_str(f, "SET {left}:handoff %s PX 60000", field);
+    free(ok);
     /* the wait ends without the lock: freeing its handle cancels it */
     dlock_lock_free(lb);
     ASSERT_RC(blocking_call_join(&w.call), DLOCK_ECANCELED);
     ASSERT_RC(dlock_lock_release(la), DLOCK_OK);
-    /* another owner of the same client: its try follows the taking back on b's connection
-     * (commands leave in order), well within the marker's 100 ms */
+    /* another owner of the same client: its try follows the leaving on b's connection
+     * (commands leave in order) */
     dlock_lock *other = new_lock(b, "left");
     ASSERT_RC(dlock_lock_try_acquire(other, 0, 30000), DLOCK_OK);
     assert_int_equal(redis_fixture_int(f, "EXISTS {left}:handoff"), 0);
+    assert_int_equal(redis_fixture_int(f, "EXISTS {left}:handoff_queue"), 0);
     ASSERT_RC(dlock_lock_release(other), DLOCK_OK);
     dlock_lock_free(other);
     dlock_lock_free(la);
@@ -265,9 +513,9 @@ static void test_a_waiter_that_gave_up_takes_its_claim_back(void **state) {
     redis_fixture_stop(f);
 }
 
-/* ---- a marker of another type ------------------------------------------------------------ */
+/* ---- a marker or queue of another type ----------------------------------------------------- */
 
-static void test_a_marker_of_another_type_is_refused_and_changes_nothing(void **state) {
+static void test_a_marker_or_queue_of_another_type_is_refused_and_changes_nothing(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
@@ -277,6 +525,15 @@ static void test_a_marker_of_another_type_is_refused_and_changes_nothing(void **
     char *before = db_state(f);
     ASSERT_WRONGTYPE(dlock_lock_try_acquire(la, 0, 30000));
     char *after = db_state(f);
+    assert_string_equal(before, after);
+    free(before);
+    free(after);
+    /* the queue is read by a wait's attempts only */
+    assert_int_equal(redis_fixture_int(f, "DEL {typed}:handoff"), 1);
+    assert_int_equal(redis_fixture_int(f, "HSET {typed}:handoff_queue x 1"), 1);
+    before = db_state(f);
+    ASSERT_WRONGTYPE(dlock_lock_try_acquire(la, slack_ms(1000), 30000));
+    after = db_state(f);
     assert_string_equal(before, after);
     free(before);
     free(after);
@@ -290,11 +547,14 @@ int main(void) {
         cmocka_unit_test(test_a_free_lock_promised_to_a_waiter_refuses_newcomers_until_it_takes_it),
         cmocka_unit_test(test_a_fenced_lock_promised_to_a_waiter_gives_it_the_next_token),
         cmocka_unit_test(test_a_waiter_gets_the_lock_against_an_owner_that_reacquires_at_once),
+        cmocka_unit_test(test_a_release_names_the_first_waiter_and_promises_it_past_the_bound),
+        cmocka_unit_test(test_a_waiter_beaten_to_its_promise_goes_back_to_the_head),
+        cmocka_unit_test(test_a_release_that_names_one_clients_waiter_wakes_no_waiter_of_another),
         cmocka_unit_test_teardown(test_a_killed_waiter_holds_nobody_back_past_the_markers_lifetime,
                                   kill_children),
-        cmocka_unit_test(test_a_try_without_waiting_never_claims_a_turn),
-        cmocka_unit_test(test_a_waiter_that_gave_up_takes_its_claim_back),
-        cmocka_unit_test(test_a_marker_of_another_type_is_refused_and_changes_nothing),
+        cmocka_unit_test(test_a_try_without_waiting_never_queues),
+        cmocka_unit_test(test_a_waiter_that_gave_up_leaves_the_queue_and_its_promise),
+        cmocka_unit_test(test_a_marker_or_queue_of_another_type_is_refused_and_changes_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -36,9 +36,11 @@ typedef struct test_waiter {
     dlock__waiter w;
     dlock__handle handle; /* the primitive's handle it waits for; never freed (static) */
     /* set before the start */
-    const char *key;     /* the object is free while this key exists */
-    const char *channel; /* lives as long as the wait: a string literal */
-    int64_t hint_ms;     /* BUSY hint; -1: none */
+    const char *key;          /* the object is free while this key exists */
+    const char *channel;      /* lives as long as the wait: a string literal */
+    const char *turn_channel; /* likewise, or NULL: no turns */
+    const char *turn_name;    /* the turn that names this waiter (ops->named), or NULL */
+    int64_t hint_ms;          /* BUSY hint; -1: none */
     int64_t wait_ms;
     const dlock__wait_ops *ops;
     /* A woken attempt answers BUSY, whatever the key says, and late: after the waiter's
@@ -263,7 +265,7 @@ static inline void start_set(dlock_client *c, void *arg) {
         t->started_ms = dlock__now_ms();
         pthread_mutex_unlock(&mu);
         dlock__handle_init(&t->handle, c, NULL);
-        dlock__wait_start_on(&t->w, &t->handle, t->ops, t->channel, t->wait_ms);
+        dlock__wait_start_on(&t->w, &t->handle, t->ops, t->channel, t->turn_channel, t->wait_ms);
     }
 }
 
