@@ -141,11 +141,12 @@ typedef struct dlock_stats {
     uint64_t reconnects;        /* command and subscriber connections made ready again
                                    (in a Cluster: every master's and shard's) */
     uint64_t messages;          /* pub/sub messages received */
-    uint64_t wakes;             /* waiters a message woke as it came (each then makes one
-                                   attempt); not counted: those a lapsed turn woke later */
+    uint64_t wakes;             /* waiters a message woke (each then makes one attempt):
+                                   as it came, or a lock's release let pass 100 ms late */
     uint64_t wakes_spared;      /* a lock's releases that woke none of this client's waiters
-                                   because the lock was promised to another client's waiter
-                                   (the hand-off: one process answers a release, not all) */
+                                   because the release named another client's waiter (the
+                                   hand-off: one waiter answers a release, not one in each
+                                   process) */
 } dlock_stats;
 
 /* Readies *s for dlock_client_stats(): zeroes it and sets s->size. No I/O; any thread.
