@@ -39,8 +39,8 @@
  * (Read while the channel is not confirmed, a turn is ignored: the message, if it comes,
  * wakes as ever.) Should the named waiter never take its turn (it died, or left), the
  * promise lapses within ops->turn_ms; so a message let pass becomes a wake turn_ms later
- * unless another message or a (re)subscription comes first. A turn channel the server
- * refuses is not asked for again by this client: its waiters wake on every message, as
+ * unless a message that wakes a waiter here or a (re)subscription comes first. A turn channel the
+ * server refuses is not asked for again by this client: its waiters wake on every message, as
  * without turns.
  *
  * A subscription the server refuses (the user's ACL lacks the channel) ends every wait on
@@ -203,11 +203,16 @@ static void queue_wake_supply(wait_queue *q, int64_t available) {
 }
 
 /* The message a turn of another client's owner announced: nobody here looks, unless the
- * promise lapses first. */
+ * promise lapses first. The lapse counts from the first message let pass since one woke a
+ * waiter here, not from the latest: however many releases name other clients' waiters,
+ * one of this client's waiters looks again every turn_ms, which bounds what a waiter the
+ * object lost track of (none should be) can be passed over. */
 static void turn_spare(wait_queue *q) {
-    turn_settled(q);
+    q->turn_pending = false;
+    q->turn_named = NULL;
     dlock__stat_add(q->client, DLOCK__STAT_WAKES_SPARED, 1);
-    dlock__timer_start(&q->client->sched, &q->turn_lapse, q->turn_ms);
+    if (!dlock__timer_active(&q->turn_lapse))
+        dlock__timer_start(&q->client->sched, &q->turn_lapse, q->turn_ms);
 }
 
 /* The message a turn of w announced: w looks, and nobody else. One already looking looks

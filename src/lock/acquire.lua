@@ -13,9 +13,10 @@
 -- ARGV[1]  the lease to set, ms
 -- ARGV[2]  the owner field, <client-id>:<owner>
 -- ARGV[3]  the hold count the client believes this owner has before this acquire
--- ARGV[4]  optional: 1 for an attempt of a wait (should the lock be busy the owner joins
---          the queue, or keeps its place there), 2 for its wait's last attempt (should
---          the lock be busy it leaves the queue, and a promise to it goes too), 0 for a
+-- ARGV[4]  optional: 1 for the first attempt of a wait (should the lock be busy the owner
+--          joins the queue), 3 for a later one (it joins, or keeps its place there; should
+--          it get the lock it leaves), 2 for its wait's last attempt (it leaves the queue
+--          either way, and a promise to it goes too), 0 for a
 --          try that does not wait, - for neither marker nor queue (a Cluster: KEYS[2] and
 --          KEYS[3] are passed, never touched); absent: no marker, and KEYS[2] is the token
 --          counter
@@ -71,6 +72,7 @@
 local claims = ARGV[4]
 local marker_key = claims and claims ~= '-' and KEYS[2]
 local queue_key = marker_key and claims ~= '0' and KEYS[3] -- a wait's attempt only
+local in_line = claims == '3' or claims == '2' -- an earlier attempt of the wait may have queued it
 local token_key = (claims and KEYS[4]) or (not claims and KEYS[2]) or nil
 local token
 if token_key then
@@ -80,10 +82,23 @@ if token_key then
     end
 end
 
--- A dlock-only key read through pcall: its value (false when absent), or nil when out of
--- reach (a migration, a key the user's ACL denies: then it is not used at all), or the
--- error that refuses the call when the key is of another type.
-local function side_read(...)
+-- The usual case first: no lock and no marker. One EXISTS answers it, where the checks
+-- below read three times; the outcome is theirs: a first hold, no token. (The first
+-- attempt of a wait is in no line yet; a later one leaves it, through pcall as every
+-- write after the first.)
+if not token_key and redis.call('exists', KEYS[1], marker_key or KEYS[1]) == 0 then
+    redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    if in_line then
+        redis.pcall('zrem', queue_key, ARGV[2])
+    end
+    return {1, 1, 0}
+end
+-- A command on a dlock-only key through pcall: its reply, or nil when the key is out of
+-- reach (a migration, a key the user's ACL denies: then it is not used), or, as the second
+-- result, the error that refuses the call when the key is of another type. Used for reads,
+-- and for a path's first write, so that a refusal still leaves everything as it was.
+local function side(...)
     local v = redis.pcall(...)
     if type(v) == 'table' and v.err then
         if string.find(v.err, 'WRONGTYPE', 1, true) then
@@ -91,34 +106,13 @@ local function side_read(...)
         end
         return nil
     end
-    return v or false
+    return v
 end
 
--- This owner's place in the queue (its score), if it has one.
-local queued = false
-if queue_key then
-    local refused
-    queued, refused = side_read('zscore', queue_key, ARGV[2])
-    if refused then
-        return refused
-    end
-    queue_key = queued ~= nil and queue_key
-    queued = queued or false
-end
--- The usual case first: no lock and no marker. One EXISTS answers it, where the checks
--- below read three times; the outcome is theirs: a first hold, no token.
-if not token_key and redis.call('exists', KEYS[1], marker_key or KEYS[1]) == 0 then
-    redis.call('hincrby', KEYS[1], ARGV[2], 1)
-    redis.call('pexpire', KEYS[1], ARGV[1])
-    if queued then
-        redis.call('zrem', queue_key, ARGV[2])
-    end
-    return {1, 1, 0}
-end
 local promised = false
 if marker_key then
     local refused
-    promised, refused = side_read('get', marker_key)
+    promised, refused = side('get', marker_key)
     if refused then
         return refused
     end
@@ -135,42 +129,54 @@ local function now_ms()
 end
 
 -- The owner waits on (busy, or promised to another): it joins the queue at its end, or
--- keeps its place there; one whose promise a client knowing no marker took goes back to
--- the head. Every join renews the queue's lifetime.
+-- keeps its place there (NX); one whose promise a client knowing no marker took goes back
+-- to the head. Every such attempt renews the queue's lifetime. Returns the refusal of a
+-- queue of another type, found before anything is written.
 local function wait_in_queue()
-    if not queue_key or claims ~= '1' then
-        return
+    if not queue_key or (claims ~= '1' and claims ~= '3') then
+        return nil
     end
+    local joined, refused
     if promised == ARGV[2] then
-        local head = redis.call('zrange', queue_key, 0, 0, 'withscores')
+        local head
+        head, refused = side('zrange', queue_key, 0, 0, 'withscores')
+        if refused or not head then
+            return refused
+        end
         local first = head[2] and string.format('%.3f', tonumber(head[2]) - 1) or now_ms()
         redis.call('zadd', queue_key, first, ARGV[2])
-        if marker_key then
-            redis.call('del', marker_key)
-        end
-    elseif not queued then
-        redis.call('zadd', queue_key, now_ms(), ARGV[2])
+        redis.call('del', marker_key)
+        joined = true
+    else
+        joined, refused = side('zadd', queue_key, 'NX', now_ms(), ARGV[2])
     end
-    redis.call('pexpire', queue_key, ARGV[6])
+    if joined then
+        redis.call('pexpire', queue_key, ARGV[6])
+    end
+    return refused
 end
 
 -- The wait's last attempt, the lock still not its: it leaves the queue and its promise.
 local function leave_queue()
     if claims ~= '2' then
-        return
+        return nil
     end
-    if queued then
-        redis.call('zrem', queue_key, ARGV[2])
+    local _, refused = side('zrem', queue_key, ARGV[2])
+    if refused then
+        return refused
     end
     if promised == ARGV[2] then
         redis.call('del', marker_key)
     end
+    return nil
 end
 
 local holds = redis.call('hget', KEYS[1], ARGV[2])
 if not holds and redis.call('exists', KEYS[1]) == 1 then
-    wait_in_queue()
-    leave_queue()
+    local refused = wait_in_queue() or leave_queue()
+    if refused then
+        return refused
+    end
     return {0, redis.call('pttl', KEYS[1])}
 end
 holds = tonumber(holds) or 0
@@ -179,8 +185,10 @@ if holds == tonumber(ARGV[3]) + 1 then
     return {1, holds, int64_reply(token or '0')}
 end
 if holds == 0 and promised and promised ~= ARGV[2] then
-    wait_in_queue()
-    leave_queue()
+    local refused = wait_in_queue() or leave_queue()
+    if refused then
+        return refused
+    end
     return {0, redis.call('pttl', marker_key)} -- free, but this turn is another waiter's
 end
 if token == '9223372036854775807' then
@@ -196,7 +204,7 @@ end
 if promised == ARGV[2] then
     redis.call('del', marker_key) -- the turn it was promised is taken
 end
-if queued then
-    redis.call('zrem', queue_key, ARGV[2])
+if in_line then
+    redis.pcall('zrem', queue_key, ARGV[2])
 end
 return {1, holds, int64_reply(token or '0')}

@@ -53,6 +53,7 @@ static void acquire_send(lock_op *op) {
     v.attempts = ++op->attempts;
     v.last = !v.once && dlock__now_ms() >= op->waiter.deadline_ms;
     v.claims = !v.once && !v.last;
+    v.claim_open = op->claim_open; /* before this attempt */
     op->claim_open = (op->claim_open || v.claims) && !v.last;
     dlock__args a = {0};
     int nkeys = l->kind->acquire_args(&v, &a);

@@ -46,8 +46,8 @@ typedef struct dlock__lock_view {
     /* acquire: the hand-off (acquire.lua). claims: should this attempt find the lock busy,
      * the owner waits in line for it (every attempt of a wait but its last; never a wait
      * of 0). last: the wait's deadline has come: if busy the owner leaves the line, and a
-     * promise to it goes too. gave_up: claim_open, an attempt of the wait may have put
-     * the owner in line and no later one took it out. */
+     * promise to it goes too. in_line (acquire) and gave_up: claim_open, an attempt of
+     * the wait may have put the owner in line and no later one took it out. */
     bool claims, last, claim_open;
     void *data; /* the kind's own per-handle data (its key names) */
 } dlock__lock_view;

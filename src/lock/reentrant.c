@@ -77,8 +77,8 @@ static int acquire_args(const dlock__lock_view *v, dlock__args *a) {
     dlock__args_int(a, v->believed);
     if (in_cluster(v))
         dlock__args_str(a, "-");
-    else /* 1: a wait's attempt, queue if busy; 2: its last, leave the queue if busy */
-        dlock__args_int(a, v->claims ? 1 : v->last ? 2 : 0);
+    else /* 1: a wait's first attempt, 3: a later one (in line maybe), 2: its last */
+        dlock__args_int(a, v->claims ? (v->claim_open ? 3 : 1) : v->last ? 2 : 0);
     dlock__args_int(a, HANDOFF_MARKER_MS);
     dlock__args_int(a, HANDOFF_QUEUE_MS);
     return nkeys;

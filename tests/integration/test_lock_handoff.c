@@ -391,8 +391,9 @@ static void test_a_release_that_names_one_clients_waiter_wakes_no_waiter_of_anot
     /* b took its turn and holds: nothing else can wake c's waiter meanwhile */
     bool b_holds = false;
     char holder[160];
-    POLL_UNTIL(b_holds, (hash_dump(f, "one-wakes", holder, sizeof(holder)),
-                         strncmp(holder, dlock_client_id(b), 36) == 0),
+    POLL_UNTIL(b_holds,
+               (hash_dump(f, "one-wakes", holder, sizeof(holder)),
+                strncmp(holder, dlock_client_id(b), 36) == 0),
                slack_ms(3000));
     assert_true(b_holds);
     assert_true(stats_of(b).wakes >= 1);
@@ -547,9 +548,10 @@ static void test_a_marker_or_queue_of_another_type_is_refused_and_changes_nothin
     assert_string_equal(before, after);
     free(before);
     free(after);
-    /* the queue is read by a wait's attempts only */
+    /* the queue is written by a wait's attempts that find the lock taken */
     assert_int_equal(redis_fixture_int(f, "DEL {typed}:handoff"), 1);
     assert_int_equal(redis_fixture_int(f, "HSET {typed}:handoff_queue x 1"), 1);
+    assert_int_equal(redis_fixture_int(f, "HSET typed other-client:1 1"), 1);
     before = db_state(f);
     ASSERT_WRONGTYPE(dlock_lock_try_acquire(la, slack_ms(1000), 30000));
     after = db_state(f);
