@@ -7,7 +7,8 @@
 --          free lock is promised to; PEXPIRE ARGV[5] (release.lua sets it)
 -- KEYS[3]  with ARGV[4] only: the hand-off queue, undeclared in a Cluster: {N}:handoff_queue
 --          (dlock's own), a sorted set of the owner fields of waiting owners, scored by the
---          server's clock (ms) when each joined; PEXPIRE ARGV[6], renewed by every join
+--          server's clock (ms) when each joined; PEXPIRE ARGV[6], renewed by every attempt
+--          that waits on
 -- KEYS[4]  fenced lock with ARGV[4], KEYS[2] without: the token counter
 --          redisson_lock_token:{N}
 -- ARGV[1]  the lease to set, ms
@@ -26,6 +27,8 @@
 --                             lock, the token of this acquisition (0 otherwise): an
 --                             integer, or beyond 2^53, where a Lua number (a double)
 --                             is no longer exact, its decimal string
+--          {2, holds, token}  the same, and other owners wait in line (the queue is not
+--                             empty): the owner's last release is to name one
 --          {0, pttl}          held by another owner; pttl is its remaining lease (the
 --                             waiter's hint), -1 if it never expires; or free but
 --                             promised to another waiter: pttl is the marker's
@@ -71,7 +74,8 @@
 
 local claims = ARGV[4]
 local marker_key = claims and claims ~= '-' and KEYS[2]
-local queue_key = marker_key and claims ~= '0' and KEYS[3] -- a wait's attempt only
+local line_key = marker_key and KEYS[3]
+local queue_key = claims ~= '0' and line_key -- written by a wait's attempts only
 local in_line = claims == '3' or claims == '2' -- an earlier attempt of the wait may have queued it
 local token_key = (claims and KEYS[4]) or (not claims and KEYS[2]) or nil
 local token
@@ -82,11 +86,12 @@ if token_key then
     end
 end
 
--- The usual case first: no lock and no marker. One EXISTS answers it, where the checks
--- below read three times; the outcome is theirs: a first hold, no token. (The first
--- attempt of a wait is in no line yet; a later one leaves it, through pcall as every
+-- The usual case first: no lock, no marker, nobody in line. One EXISTS answers it, where
+-- the checks below read three times; the outcome is theirs: a first hold, no token. (The
+-- first attempt of a wait is in no line yet; a later one leaves it, through pcall as every
 -- write after the first.)
-if not token_key and redis.call('exists', KEYS[1], marker_key or KEYS[1]) == 0 then
+if not token_key and
+    redis.call('exists', KEYS[1], marker_key or KEYS[1], line_key or KEYS[1]) == 0 then
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
     if in_line then
@@ -118,6 +123,15 @@ if marker_key then
     end
     marker_key = promised ~= nil and marker_key
     promised = promised or false
+end
+
+-- 2 when others wait in line (the owner's last release is to name one), else 1: the
+-- first value of an "acquired" reply.
+local function acquired()
+    if line_key and redis.call('exists', line_key) == 1 then
+        return 2
+    end
+    return 1
 end
 
 -- The server's clock in ms, its µs as three decimals (joins within one ms keep their
@@ -182,7 +196,7 @@ end
 holds = tonumber(holds) or 0
 if holds == tonumber(ARGV[3]) + 1 then
     redis.call('pexpire', KEYS[1], ARGV[1])
-    return {1, holds, int64_reply(token or '0')}
+    return {acquired(), holds, int64_reply(token or '0')}
 end
 if holds == 0 and promised and promised ~= ARGV[2] then
     local refused = wait_in_queue() or leave_queue()
@@ -207,4 +221,4 @@ end
 if in_line then
     redis.pcall('zrem', queue_key, ARGV[2])
 end
-return {1, holds, int64_reply(token or '0')}
+return {acquired(), holds, int64_reply(token or '0')}

@@ -229,6 +229,7 @@ dlock__lock_view dlock__view_of(const lock_handle *l, const hold *h, int64_t lea
         .token_key = l->token_key,
         .field = h->field,
         .believed = h->count,
+        .line = h->line,
         .lease_ms = lease_value(l, lease_ms),
         .data = l->kind_data,
     };

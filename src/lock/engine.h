@@ -81,6 +81,9 @@ struct hold {
     int64_t lease_ms; /* lease of the latest acquisition, DLOCK_WATCHDOG or ms */
     uint64_t token;   /* fenced: token of the latest acquisition */
     bool has_token;
+    /* Others waited in line when this owner's holds were taken (acquire.lua's "2"): the
+     * last release is to name one (the kind's release_args, lock_engine.h's line). */
+    bool line;
     bool release_unsure; /* a release failed with DLOCK_ECONN: it may have been applied */
     /* One acquire or release of this owner in Redis at a time (dlock__hold_run): the count
      * the scripts are told is then exact, as their resend rules need. */

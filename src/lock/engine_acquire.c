@@ -86,6 +86,7 @@ static void acquired(lock_op *op, const dlock__shape_values *got) {
     int64_t holds = got->value[1];
     if (holds <= h->count) /* fewer than one more: the owner's earlier holds vanished */
         dlock__holds_lost(h, DLOCK_ELOST);
+    h->line = (holds > 1 && h->line) || got->value[0] == 2;
     h->count = holds;
     h->lease_ms = op->lease_ms;
     if (op->lock->fenced) {

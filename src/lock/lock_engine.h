@@ -49,6 +49,9 @@ typedef struct dlock__lock_view {
      * promise to it goes too. in_line (acquire) and gave_up: claim_open, an attempt of
      * the wait may have put the owner in line and no later one took it out. */
     bool claims, last, claim_open;
+    /* release: others waited in line when the holds were taken (acquire.lua's reply 2): a
+     * last release names one, so it carries the hand-off's keys (reentrant.c). */
+    bool line;
     void *data; /* the kind's own per-handle data (its key names) */
 } dlock__lock_view;
 

@@ -15,20 +15,20 @@
 
 const dlock__reply_shape dlock__shape_lock_acquire = {
     "the lock's acquire script",
-    "{1, holds >= 1, token 0} or {0, pttl}",
+    "{1 or 2 (others in line), holds >= 1, token 0} or {0, pttl}",
     2,
     {{.count = 3,
-      .value = {DLOCK__SHAPE_RANGE(1, 1), DLOCK__SHAPE_RANGE(1, INT64_MAX),
+      .value = {DLOCK__SHAPE_RANGE(1, 2), DLOCK__SHAPE_RANGE(1, INT64_MAX),
                 DLOCK__SHAPE_RANGE64(0, 0)}},
      LOCK_BUSY},
 };
 
 const dlock__reply_shape dlock__shape_fenced_acquire = {
     "the fenced lock's acquire script",
-    "{1, holds >= 1, a token above the owner's last} or {0, pttl}",
+    "{1 or 2 (others in line), holds >= 1, a token above the owner's last} or {0, pttl}",
     2,
     {{.count = 3,
-      .value = {DLOCK__SHAPE_RANGE(1, 1), DLOCK__SHAPE_RANGE(1, INT64_MAX),
+      .value = {DLOCK__SHAPE_RANGE(1, 2), DLOCK__SHAPE_RANGE(1, INT64_MAX),
                 DLOCK__SHAPE_RANGE64(1, INT64_MAX)}},
      LOCK_BUSY},
 };

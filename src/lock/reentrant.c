@@ -19,13 +19,14 @@
  *
  * The hand-off (acquire.lua and release.lua tell the rule): every attempt of a wait that
  * finds the lock taken puts its owner in the queue, or keeps it there; a try that does not
- * wait never queues. The last release names the queue's first waiter on the turn channel,
+ * wait never queues. The last release of holds taken while others waited in line (the
+ * acquire's reply says so) names the queue's first waiter on the turn channel,
  * and promises it the lock (the marker; newcomers queue behind it) once it has waited
  * HANDOFF_BOUND_MS: below the bound a releasing owner that comes back at once may still
  * take the lock first, the fast path. The marker lives HANDOFF_MARKER_MS: far longer than
  * a woken waiter takes to come (one message and one round trip), short enough that a
  * waiter that died holds nobody back for long; one that leaves takes its place and promise
- * back (its last attempt, or handoff_drop.lua). The queue outlives its latest join by
+ * back (its last attempt, or handoff_drop.lua). The queue outlives its latest waiting attempt by
  * HANDOFF_QUEUE_MS, longer than a waiter sleeps between attempts under a watchdog's lease:
  * should it lapse all the same, the next release names nobody and wakes a waiter of every
  * client, which queue again. A Cluster client uses neither (acquire.lua says why).
@@ -84,12 +85,15 @@ static int acquire_args(const dlock__lock_view *v, dlock__args *a) {
     return nkeys;
 }
 
-/* release.lua: KEYS N, channel [, marker, queue, turn channel: not in a Cluster]; ARGV
- * lease, field, believed holds [, the marker's lifetime, the bound] */
+/* release.lua: KEYS N, channel [, marker, queue, turn channel]; ARGV lease, field, believed
+ * holds [, the marker's lifetime, the bound]. The bracketed part only when others waited in
+ * line as the holds were taken (never in a Cluster): a release that may name nobody keeps
+ * to two keys and three arguments, each of which costs the server time in every call. */
 static int release_args(const dlock__lock_view *v, dlock__args *a) {
     dlock__args_str(a, v->name);
     dlock__args_str(a, v->channel);
-    if (!in_cluster(v)) {
+    bool names = v->line && !in_cluster(v);
+    if (names) {
         dlock__args_str(a, marker_of(v));
         dlock__args_str(a, queue_of(v));
         dlock__args_str(a, ((const handoff_names *)v->data)->turn_channel);
@@ -98,7 +102,7 @@ static int release_args(const dlock__lock_view *v, dlock__args *a) {
     dlock__args_int(a, v->lease_ms);
     dlock__args_str(a, v->field);
     dlock__args_int(a, v->believed);
-    if (!in_cluster(v)) {
+    if (names) {
         dlock__args_int(a, HANDOFF_MARKER_MS);
         dlock__args_int(a, HANDOFF_BOUND_MS);
     }

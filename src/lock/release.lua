@@ -3,7 +3,10 @@
 --
 -- KEYS[1]  the lock hash N
 -- KEYS[2]  its channel redisson_lock__channel:{N}
--- KEYS[3]  optional (never in a Cluster): the hand-off marker {N}:handoff (acquire.lua)
+-- KEYS[3]  optional, passed when others waited in line as the holds were taken (the
+--          acquire's reply 2; never in a Cluster): the hand-off marker {N}:handoff
+--          (acquire.lua). Without it the release names nobody and costs what Redisson's
+--          does: every key and argument of a script costs the server time in every call.
 -- KEYS[4]  with KEYS[3]: the hand-off queue {N}:handoff_queue (acquire.lua)
 -- KEYS[5]  with KEYS[3]: the turn channel dlock_lock_turn__channel:{N} (dlock's own)
 -- ARGV[1]  the lease to keep when holds remain, ms

@@ -243,21 +243,22 @@ static void expect_message(redisContext *sub, const char *channel, const char *p
     freeReplyObject(r);
 }
 
-/* The queue's first waiter, joined long ago, is named and promised the lock: it leaves the
- * queue for the marker, and a newcomer is refused. Once the marker is gone, the next release
- * names the next waiter, which joined after the release's clock (not past the bound): named,
- * not promised, it keeps its place. The turn and "0" come back to back. */
+/* Others wait in line as a takes the lock: the queue's first waiter, joined long ago, is
+ * named by a's release and promised the lock: it leaves the queue for the marker, and a
+ * newcomer is refused. Once the marker is gone, the next release names the next waiter,
+ * which joined after the release's clock (not past the bound): named, not promised, it
+ * keeps its place. The turn and "0" come back to back. */
 static void test_a_release_names_the_first_waiter_and_promises_it_past_the_bound(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
     dlock_client *a = connect_client(f);
     dlock_lock *la = new_lock(a, "names");
-    ASSERT_RC(dlock_lock_acquire(la, 30000), DLOCK_OK);
     char young[64];
     snprintf(young, sizeof(young), "%.3f", server_ms(f) + 3600000);
     assert_int_equal(
         redis_fixture_int(f, "ZADD {names}:handoff_queue 1000 old:1 %s young:2", young), 2);
+    ASSERT_RC(dlock_lock_acquire(la, 30000), DLOCK_OK);
     redisContext *sub = psubscribe_to(f, "*__channel:{names}");
 
     ASSERT_RC(dlock_lock_release(la), DLOCK_OK);
@@ -284,6 +285,34 @@ static void test_a_release_names_the_first_waiter_and_promises_it_past_the_bound
     redisFree(sub);
     dlock_lock_free(la);
     dlock_client_free(a);
+    redis_fixture_stop(f);
+}
+
+/* A hold taken while nobody waited in line: its release carries two keys and names
+ * nobody, though a waiter lined up meanwhile; its "0" wakes that waiter all the same (one
+ * per client, as without turns), which takes the lock. */
+static void test_a_release_of_a_hold_taken_with_nobody_in_line_names_nobody(void **state) {
+    (void)state;
+    test_watchdog_arm(BUDGET_S, __func__);
+    redis_fixture *f = start_server();
+    dlock_client *a = connect_client(f), *b = connect_client(f);
+    dlock_lock *la = new_lock(a, "alone"), *lb = new_lock(b, "alone");
+    ASSERT_RC(dlock_lock_acquire(la, 30000), DLOCK_OK);
+    waiter w = {.l = lb, .wait_ms = slack_ms(10000)};
+    blocking_call_start_asleep(&w.call, wait_for_lock, &w, f,
+                               (asleep_sign){"redisson_lock__channel:{alone}", 1, 2, NULL});
+    queue_holds(f, "{alone}:handoff_queue", 1);
+    redisContext *sub = psubscribe_to(f, "*__channel:{alone}");
+    ASSERT_RC(dlock_lock_release(la), DLOCK_OK);
+    expect_message(sub, "redisson_lock__channel:{alone}", "0"); /* no turn before it */
+    ASSERT_RC(blocking_call_join(&w.call), DLOCK_OK);
+    assert_int_equal(redis_fixture_int(f, "EXISTS {alone}:handoff"), 0);
+    assert_int_equal(redis_fixture_int(f, "EXISTS {alone}:handoff_queue"), 0);
+    redisFree(sub);
+    dlock_lock_free(la);
+    dlock_lock_free(lb);
+    dlock_client_free(a);
+    dlock_client_free(b);
     redis_fixture_stop(f);
 }
 
@@ -357,7 +386,7 @@ static bool subscribed_twice(dlock_client *c) {
     return stats_of(c).subscriptions == 2; /* the lock's channel and its turn channel */
 }
 
-/* a holds; b's waiter is first in the queue, c's second, both asleep. a's release names
+/* a holds; b's waiter is first in the queue, c's second, both asleep. a's last release names
  * b's waiter on the turn channel: c lets the release's "0" pass without waking its waiter,
  * b takes the lock. b's own release names c's waiter, which is woken and takes the lock. */
 static void test_a_release_that_names_one_clients_waiter_wakes_no_waiter_of_another(void **state) {
@@ -382,6 +411,10 @@ static void test_a_release_that_names_one_clients_waiter_wakes_no_waiter_of_anot
     bool ready = false;
     POLL_UNTIL(ready, subscribed_twice(b) && subscribed_twice(c), slack_ms(3000));
     assert_true(ready);
+    /* a's first hold was taken with nobody in line; a second one sees the line, so a's
+     * last release names its first */
+    ASSERT_RC(dlock_lock_acquire(la, 30000), DLOCK_OK);
+    ASSERT_RC(dlock_lock_release(la), DLOCK_OK);
     dlock_stats c_before = stats_of(c);
 
     ASSERT_RC(dlock_lock_release(la), DLOCK_OK);
@@ -450,6 +483,9 @@ static void test_a_killed_waiter_holds_nobody_back_past_the_markers_lifetime(voi
     assert_int_equal(kill(pid, SIGKILL), 0);
     assert_int_equal(waitpid(pid, NULL, 0), pid);
     child_forget(pid);
+    /* a second hold, taken with the child in line: a's last release names it */
+    ASSERT_RC(dlock_lock_acquire(la, 30000), DLOCK_OK);
+    ASSERT_RC(dlock_lock_release(la), DLOCK_OK);
 
     /* promised to the dead for no longer than the marker's lifetime */
     ASSERT_RC(dlock_lock_release(la), DLOCK_OK);
@@ -569,6 +605,7 @@ int main(void) {
         cmocka_unit_test(test_a_fenced_lock_promised_to_a_waiter_gives_it_the_next_token),
         cmocka_unit_test(test_a_waiter_gets_the_lock_against_an_owner_that_reacquires_at_once),
         cmocka_unit_test(test_a_release_names_the_first_waiter_and_promises_it_past_the_bound),
+        cmocka_unit_test(test_a_release_of_a_hold_taken_with_nobody_in_line_names_nobody),
         cmocka_unit_test(test_a_waiter_beaten_to_its_promise_goes_back_to_the_head),
         cmocka_unit_test(test_a_release_that_names_one_clients_waiter_wakes_no_waiter_of_another),
         cmocka_unit_test_teardown(test_a_killed_waiter_holds_nobody_back_past_the_markers_lifetime,

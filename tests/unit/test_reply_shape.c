@@ -90,6 +90,7 @@ static void test_lock_acquire_takes_acquired_and_busy_replies(void **state) {
     const dlock__reply_shape *s = &dlock__shape_lock_acquire;
     expect_fits(s, "*3\r\n:1\r\n:1\r\n:0\r\n", 0, 1, 1);
     expect_fits(s, "*3\r\n:1\r\n:9007199254740991\r\n:0\r\n", 0, 1, 9007199254740991);
+    expect_fits(s, "*3\r\n:2\r\n:1\r\n:0\r\n", 0, 2, 1); /* others in line */
     expect_fits(s, "*2\r\n:0\r\n:29950\r\n", 1, 0, 29950);
     expect_fits(s, "*2\r\n:0\r\n:-1\r\n", 1, 0, -1);
     expect_fits(s, "*2\r\n:0\r\n:-2\r\n", 1, 0, -2);
@@ -106,7 +107,7 @@ static void test_lock_acquire_refuses_holds_below_one_tokens_and_odd_tags(void *
     expect_refused(s, "*3\r\n:1\r\n:0\r\n:0\r\n");                    /* no hold */
     expect_refused(s, "*3\r\n:1\r\n:-9223372036854775808\r\n:0\r\n"); /* Lua's INT64_MAX */
     expect_refused(s, "*3\r\n:1\r\n:1\r\n:5\r\n");                    /* a token: not fenced */
-    expect_refused(s, "*3\r\n:2\r\n:1\r\n:0\r\n");
+    expect_refused(s, "*3\r\n:3\r\n:1\r\n:0\r\n");
     expect_refused(s, "*2\r\n:0\r\n:-3\r\n");
     expect_refused(s, "*2\r\n:0\r\n$4\r\n1500\r\n"); /* a pttl is an integer */
     expect_refused(s, "*3\r\n:1\r\n$1\r\n1\r\n:0\r\n");
@@ -232,8 +233,8 @@ static void test_the_mismatch_says_what_arrived_and_what_the_script_answers(void
     dlock__reply_shape_mismatch(&dlock__shape_lock_acquire, r, text, sizeof(text));
     freeReplyObject(r);
     assert_string_equal(text, "an array of 3 elements [the integer 1, the string \"1\", the string "
-                              "\"7\"], where the lock's acquire script answers {1, holds >= 1, "
-                              "token 0} or {0, pttl}");
+                              "\"7\"], where the lock's acquire script answers {1 or 2 (others in "
+                              "line), holds >= 1, token 0} or {0, pttl}");
 
     r = read_reply("*6\r\n" NESTED ":1\r\n+OK\r\n$-1\r\n:5\r\n:6\r\n");
     dlock__reply_shape_mismatch(&dlock__shape_lock_release, r, text, sizeof(text));
