@@ -4,10 +4,10 @@
 -- KEYS[1]  the lock hash N: owner field -> hold count (Redisson RLock)
 -- KEYS[2]  with ARGV[4] only: the hand-off marker, undeclared in a Cluster like a channel
 --          (below): {N}:handoff (dlock's own), a string, the owner field of the waiter the
---          free lock is promised to; PEXPIRE ARGV[5] (release.lua sets it)
+--          free lock is promised to (release.lua sets it, with its lifetime)
 -- KEYS[3]  with ARGV[4] only: the hand-off queue, undeclared in a Cluster: {N}:handoff_queue
 --          (dlock's own), a sorted set of the owner fields of waiting owners, scored by the
---          server's clock (ms) when each joined; PEXPIRE ARGV[6], renewed by every attempt
+--          server's clock (ms) when each joined; PEXPIRE ARGV[5], renewed by every attempt
 --          that waits on
 -- KEYS[4]  fenced lock with ARGV[4], KEYS[2] without: the token counter
 --          redisson_lock_token:{N}
@@ -21,8 +21,7 @@
 --          try that does not wait, - for neither marker nor queue (a Cluster: KEYS[2] and
 --          KEYS[3] are passed, never touched); absent: no marker, and KEYS[2] is the token
 --          counter
--- ARGV[5]  with ARGV[4]: the marker's lifetime, ms (unused here)
--- ARGV[6]  with ARGV[4]: the queue's lifetime, ms
+-- ARGV[5]  with ARGV[4]: the queue's lifetime, ms
 -- Reply    {1, holds, token}  acquired: the owner's hold count now and, for a fenced
 --                             lock, the token of this acquisition (0 otherwise): an
 --                             integer, or beyond 2^53, where a Lua number (a double)
@@ -165,7 +164,7 @@ local function wait_in_queue()
         joined, refused = side('zadd', queue_key, 'NX', now_ms(), ARGV[2])
     end
     if joined then
-        redis.call('pexpire', queue_key, ARGV[6])
+        redis.call('pexpire', queue_key, ARGV[5])
     end
     return refused
 end

@@ -65,7 +65,7 @@ static const char *queue_of(const dlock__lock_view *v) {
 }
 
 /* acquire.lua: KEYS N, marker, queue [, token key]; ARGV lease, field, believed holds,
- * claims, the marker's and the queue's lifetimes */
+ * claims, the queue's lifetime */
 static int acquire_args(const dlock__lock_view *v, dlock__args *a) {
     dlock__args_str(a, v->name);
     dlock__args_str(a, marker_of(v));
@@ -80,7 +80,6 @@ static int acquire_args(const dlock__lock_view *v, dlock__args *a) {
         dlock__args_str(a, "-");
     else /* 1: a wait's first attempt, 3: a later one (in line maybe), 2: its last */
         dlock__args_int(a, v->claims ? (v->claim_open ? 3 : 1) : v->last ? 2 : 0);
-    dlock__args_int(a, HANDOFF_MARKER_MS);
     dlock__args_int(a, HANDOFF_QUEUE_MS);
     return nkeys;
 }
