@@ -39,9 +39,9 @@
  * (Read while the channel is not confirmed, a turn is ignored: the message, if it comes,
  * wakes as ever.) Should the named waiter never take its turn (it died, or left), the
  * promise lapses within ops->turn_ms; so a message let pass becomes a wake turn_ms later
- * unless a message that wakes a waiter here or a (re)subscription comes first. A turn channel the
- * server refuses is not asked for again by this client: its waiters wake on every message, as
- * without turns.
+ * unless a message that wakes a waiter here or a (re)subscription comes first. A turn
+ * channel the server refuses is not asked for again by this client: every message then
+ * wakes all its waiters on the queue, since which of them was named is unknown.
  *
  * A subscription the server refuses (the user's ACL lacks the channel) ends every wait on
  * the queue with DLOCK_ENOPERM at once, as the next waiter to join it: without messages a
