@@ -33,7 +33,9 @@ static void print_help(void) {
            "  ttl          the lock's remaining lease\n"
            "  token        (fenced locks) the last fencing token issued\n"
            "  queue        (fair locks) the waiters in order, and when each counts as gone;\n"
-           "               (read-write locks) the writers waiting\n"
+           "               (read-write locks) the writers waiting; (locks) dlock's waiters\n"
+           "               in line for the hand-off, and how long each has been there\n"
+           "  promised     (locks) the dlock waiter a release promised the free lock to\n"
            "  permits      (semaphores) available permits; acquired ones with their lease\n"
            "  count        (latches) the remaining count\n"
            "  waiting      clients subscribed to the object's channel (one per client); a\n"
@@ -51,8 +53,10 @@ static void print_help(void) {
            "               count|other), title, redis_type, exists, ttl_ms (null: no key;\n"
            "               -1: no expiry), fenced, token, mode, count, holders[] {client_id,\n"
            "               owner, holds, mode, ttl_ms}, queue[] {client_id, owner,\n"
-           "               expires_in_ms} (fair lock: in line; read-write lock: writers\n"
-           "               waiting), permits[] {id, expires_in_ms (null: no lease)},\n"
+           "               expires_in_ms, waited_ms} (fair lock: in line; read-write lock:\n"
+           "               writers waiting; lock: in line for the hand-off, waited_ms),\n"
+           "               promised_to {client_id, owner, expires_in_ms} or null,\n"
+           "               permits[] {id, expires_in_ms (null: no lease)},\n"
            "               channel, subscribers, note, node, url\n"
            "  --as KIND    read a bare number as a 'semaphore' or a 'latch'\n"
            "\n"
@@ -118,6 +122,16 @@ static void print_table(const inspection *in, const char *url) {
             printf(in->ttl_ms == -1 ? "no expiry" : "-");
         putchar('\n');
     }
+    if (in->promised.client_id) {
+        row("promised");
+        printf("to %s %s (the free lock is kept for it ", in->promised.client_id,
+               in->promised.owner);
+        if (in->promised.expires_in_ms >= 0)
+            put_ms(in->promised.expires_in_ms);
+        else
+            printf("?");
+        printf(" more)\n");
+    }
     if (in->fenced) {
         row("token");
         printf("%lld (the last issued; the next acquisition gets a higher one)\n", in->token);
@@ -162,7 +176,14 @@ static void print_table(const inspection *in, const char *url) {
             putchar('\n');
         }
     }
-    if (in->nqueue > 0) {
+    if (in->nqueue > 0 && in->kind == OBJ_LOCK) {
+        printf("\nwaiting in line (dlock's hand-off; Redisson's waiters are not in it):\n");
+        printf("%-5s %-38s %-21s %s\n", "#", "CLIENT ID", "OWNER", "IN LINE FOR");
+        for (size_t i = 0; i < in->nqueue; i++) {
+            const waiter *w = &in->queue[i];
+            printf("%-5zu %-38s %-21s %lld ms\n", i + 1, w->client_id, w->owner, w->waited_ms);
+        }
+    } else if (in->nqueue > 0) {
         printf("\n%s\n", in->kind == OBJ_RWLOCK ? "writers waiting (readers wait behind them):"
                                                 : "queue (first in line first):");
         printf("%-5s %-38s %-21s %s\n", "#", "CLIENT ID", "OWNER", "GONE IN (unless refreshed)");
@@ -303,9 +324,24 @@ static void print_json(const inspection *in, const char *url) {
         json_str(w->owner);
         json_key("expires_in_ms", false);
         json_int_or_null(w->expires_in_ms, w->expires_in_ms != -3);
+        json_key("waited_ms", false);
+        json_int_or_null(w->waited_ms, in->kind == OBJ_LOCK);
         putchar('}');
     }
     putchar(']');
+    json_key("promised_to", false);
+    if (in->promised.client_id) {
+        putchar('{');
+        json_key("client_id", true);
+        json_str(in->promised.client_id);
+        json_key("owner", false);
+        json_str(in->promised.owner);
+        json_key("expires_in_ms", false);
+        json_int_or_null(in->promised.expires_in_ms, in->promised.expires_in_ms >= 0);
+        putchar('}');
+    } else {
+        fputs("null", stdout);
+    }
 
     json_key("permits", false);
     putchar('[');

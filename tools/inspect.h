@@ -45,6 +45,8 @@ typedef struct waiter {
     char *client_id, *owner;
     long long expires_in_ms; /* until the waiter counts as gone (unless it refreshes);
                                 -3 unknown */
+    long long waited_ms;     /* a lock's hand-off line: how long it has been in line; -3
+                                not known (every other queue) */
 } waiter;
 
 typedef struct permit {
@@ -65,8 +67,12 @@ typedef struct inspection {
     long long count; /* semaphore / permits: available permits; latch: remaining count */
     holder *holders;
     size_t nholders;
-    waiter *queue; /* fair lock: in line, first first; rwlock: waiting writers */
+    waiter *queue; /* fair lock: in line, first first; rwlock: waiting writers; lock: dlock's
+                      hand-off line {N}:handoff_queue, first first */
     size_t nqueue;
+    /* lock: the dlock waiter the free lock is promised to ({N}:handoff), and for how much
+     * longer (ms); promised.client_id NULL: none */
+    waiter promised;
     permit *permits;
     size_t npermits;
     char *channel;         /* the channel waiters listen on (NULL if none) */

@@ -12,6 +12,8 @@
  * owner fields
  *                   + zset redisson_lock_timeout:{N}: field -> when the waiter counts as
  *                   gone; each waiter listens on redisson_lock__channel:{N}:<field>
+ *                   dlock's hand-off: zset {N}:handoff_queue (field -> server ms when it
+ *                   joined the line), string {N}:handoff (the field promised the lock)
  *   read-write lock hash N with "mode" = read|write; readers "<id>:<owner>" -> holds, the
  *                   writer "<id>:<owner>:write" -> holds; one key per read hold,
  *                   {N}:<id>:<owner>:rwlock_timeout:<k>; channel redisson_rwlock:{N};
@@ -186,6 +188,18 @@ static bool split_field(const char *field, char **client_id, char **owner) {
     return *client_id && *owner;
 }
 
+/* A waiter of owner field `field` into w; the field whole as its owner if it is not
+ * <client-id>:<owner>. false on ENOMEM. */
+static bool waiter_of(const char *field, waiter *w) {
+    if (split_field(field, &w->client_id, &w->owner))
+        return true;
+    free(w->client_id);
+    free(w->owner);
+    w->client_id = strdup("");
+    w->owner = strdup(field);
+    return w->client_id && w->owner;
+}
+
 /* ---- the kinds ------------------------------------------------------------------------- */
 
 static void read_fair_queue(reader *r, const char *name, inspection *in, bool *found) {
@@ -208,12 +222,8 @@ static void read_fair_queue(reader *r, const char *name, inspection *in, bool *f
         for (size_t i = 0; in->queue && i < list->elements; i++) {
             const char *field = list->element[i]->str;
             waiter *w = &in->queue[in->nqueue];
-            if (!split_field(field, &w->client_id, &w->owner)) {
-                free(w->client_id);
-                free(w->owner);
-                w->client_id = strdup("");
-                w->owner = strdup(field);
-            }
+            if (!waiter_of(field, w))
+                r->code = CLI_EXIT_SOFTWARE;
             w->expires_in_ms = -3;
             for (size_t j = 0; zset && zset->type == DLOCK__REPLY_ARRAY && j + 1 < zset->elements;
                  j += 2)
@@ -248,12 +258,8 @@ static bool read_waiting_writers(reader *r, const char *name, inspection *in) {
     in->queue = calloc(z->elements / 2, sizeof(*in->queue));
     for (size_t i = 0; in->queue && i + 1 < z->elements; i += 2) {
         waiter *w = &in->queue[in->nqueue++];
-        if (!split_field(z->element[i]->str, &w->client_id, &w->owner)) {
-            free(w->client_id);
-            free(w->owner);
-            w->client_id = strdup("");
-            w->owner = strdup(z->element[i]->str);
-        }
+        if (!waiter_of(z->element[i]->str, w))
+            r->code = CLI_EXIT_SOFTWARE;
         size_t olen = w->owner ? strlen(w->owner) : 0;
         if (olen > 6 && strcmp(w->owner + olen - 6, ":write") == 0)
             w->owner[olen - 6] = '\0';
@@ -261,6 +267,41 @@ static bool read_waiting_writers(reader *r, const char *name, inspection *in) {
     }
     redis_lib_reply_free(z);
     return true;
+}
+
+/* dlock's lock hand-off: the line {N}:handoff_queue (field -> when it joined, by the
+ * server's clock), first first, and the promise {N}:handoff. */
+static void read_handoff(reader *r, const char *name, inspection *in) {
+    char *queue = layout_suffixed(name, "handoff_queue"),
+         *marker = layout_suffixed(name, "handoff");
+    redis_lib_reply *z = queue && marker && key_exists(r, queue)
+                             ? ask(r, "ZRANGE", queue, "0", "-1", "WITHSCORES", NULL)
+                             : NULL;
+    redis_lib_reply *m =
+        queue && marker && key_exists(r, marker) ? ask(r, "GET", marker, NULL) : NULL;
+    long long now = server_now_ms(r);
+    if (!queue || !marker)
+        r->code = CLI_EXIT_SOFTWARE;
+    if (z && z->type == DLOCK__REPLY_ARRAY && z->elements >= 2) {
+        in->queue = calloc(z->elements / 2, sizeof(*in->queue));
+        for (size_t i = 0; in->queue && i + 1 < z->elements; i += 2) {
+            waiter *w = &in->queue[in->nqueue++];
+            w->expires_in_ms = -3;
+            w->waited_ms = now - (long long)strtod(z->element[i + 1]->str, NULL);
+            if (!waiter_of(z->element[i]->str, w))
+                r->code = CLI_EXIT_SOFTWARE;
+        }
+    }
+    if (m && m->type == DLOCK__REPLY_STRING) {
+        in->promised.waited_ms = -3;
+        in->promised.expires_in_ms = ask_int(r, -3, "PTTL", marker, NULL);
+        if (!waiter_of(m->str, &in->promised))
+            r->code = CLI_EXIT_SOFTWARE;
+    }
+    redis_lib_reply_free(z);
+    redis_lib_reply_free(m);
+    free(queue);
+    free(marker);
 }
 
 /* Hash N: a lock (fair or not) or a read-write lock; OBJ_OTHER if the fields are not. */
@@ -448,6 +489,8 @@ int inspect_read(dlock_client *c, const char *name, int as, inspection *in) {
         if (fair)
             in->kind = OBJ_FAIR_LOCK;
     }
+    if (in->kind == OBJ_LOCK)
+        read_handoff(&r, name, in);
     if (in->kind == OBJ_LOCK || in->kind == OBJ_FAIR_LOCK)
         in->channel = layout_prefixed("redisson_lock__channel", name);
     else if (in->kind == OBJ_RWLOCK)
@@ -483,6 +526,8 @@ void inspection_free(inspection *in) {
         free(in->queue[i].owner);
     }
     free(in->queue);
+    free(in->promised.client_id);
+    free(in->promised.owner);
     free(in->permits);
     free(in->channel);
     memset(in, 0, sizeof(*in));

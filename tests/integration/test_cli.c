@@ -218,6 +218,64 @@ static void test_inspect_shows_the_holder_client_id_owner_and_count_and_valid_js
     redis_fixture_stop(f);
 }
 
+/* `dlock inspect [--json] name`, which must succeed (and print valid JSON with --json). */
+static cli_result inspected(redis_fixture *f, bool json, const char *name) {
+    cli_result r = json ? DLOCK_CLI_RUN(f, 10000, "inspect", "--json", name)
+                        : DLOCK_CLI_RUN(f, 10000, "inspect", name);
+    ASSERT_STATUS(r, 0);
+    if (json)
+        assert_valid_json(r.out);
+    return r;
+}
+
+/* A lock's hand-off as dlock keeps it: the waiters in line, first first, with how long each
+ * has waited by the server's clock, and the waiter a release promised the free lock to. */
+static void test_inspect_shows_the_hand_off_line_and_promise(void **state) {
+    (void)state;
+    REQUIRE_CLI();
+    test_watchdog_arm(BUDGET_S, __func__);
+    redis_fixture *f = start_cli_server();
+    const char *holder = "6e3814a1-e847-452b-a982-45baf93a1df2:7";
+    const char *first = "6e3814a1-e847-452b-a982-45baf93a1df3:9";
+    const char *second = "6e3814a1-e847-452b-a982-45baf93a1df4:11";
+    const char *promised = "6e3814a1-e847-452b-a982-45baf93a1df5:3";
+    redisReply *t = redis_fixture_cmd(f, "TIME");
+    assert_non_null(t);
+    long long now = atoll(t->element[0]->str) * 1000;
+    freeReplyObject(t);
+    assert_int_equal(redis_fixture_int(f, "HSET line %s 1", holder), 1);
+    assert_int_equal(redis_fixture_int(f, "ZADD {line}:handoff_queue %lld %s %lld %s", now - 5000,
+                                       first, now - 2000, second),
+                     2);
+    char *ok = redis_fixture_str(f, "SET {line}:handoff %s PX 60000", promised);
+    free(ok);
+
+    cli_result r = inspected(f, false, "line");
+    ASSERT_CONTAINS(r.out, "promised   to 6e3814a1-e847-452b-a982-45baf93a1df5 3");
+    ASSERT_CONTAINS(r.out, "waiting in line");
+    ASSERT_CONTAINS(r.out, "6e3814a1-e847-452b-a982-45baf93a1df3");
+    cli_result_free(&r);
+
+    r = inspected(f, true, "line");
+    ASSERT_CONTAINS(r.out, "\"promised_to\":{\"client_id\":\"6e3814a1-e847-452b-a982-"
+                           "45baf93a1df5\",\"owner\":\"3\"");
+    assert_jq(f, r.out,
+              ".queue | length == 2 and .[0].owner == \"9\" and .[1].owner == \"11\" and "
+              ".[0].waited_ms >= 5000 and .[0].waited_ms < 65000 and .[1].waited_ms >= 2000 and "
+              ".[0].expires_in_ms == null");
+    assert_jq(f, r.out,
+              ".promised_to.owner == \"3\" and .promised_to.client_id == "
+              "\"6e3814a1-e847-452b-a982-45baf93a1df5\" and .promised_to.expires_in_ms > 0");
+    cli_result_free(&r);
+
+    /* nobody in line, nobody promised: an empty queue and a null promise */
+    assert_int_equal(redis_fixture_int(f, "DEL {line}:handoff_queue {line}:handoff"), 2);
+    r = inspected(f, true, "line");
+    assert_jq(f, r.out, ".queue == [] and .promised_to == null");
+    cli_result_free(&r);
+    redis_fixture_stop(f);
+}
+
 /* Every layout of REDIS_LAYOUT.md, written with plain commands, is named right, and the
  * JSON of each is valid (names with quotes and bytes that are not UTF-8 included). */
 static void test_inspect_recognises_every_layout(void **state) {
@@ -391,6 +449,7 @@ int main(void) {
                                   kill_spawned),
         cmocka_unit_test_teardown(
             test_inspect_shows_the_holder_client_id_owner_and_count_and_valid_json, kill_spawned),
+        cmocka_unit_test_teardown(test_inspect_shows_the_hand_off_line_and_promise, kill_spawned),
         cmocka_unit_test_teardown(test_inspect_recognises_every_layout, kill_spawned),
         cmocka_unit_test_teardown(
             test_release_force_frees_a_held_lock_and_refuses_what_is_not_a_lock, kill_spawned),
