@@ -103,34 +103,68 @@ static int wait_hold_release(void *arg) {
     return rc == DLOCK_OK ? dlock_lock_release(w->l) : rc;
 }
 
+/* The scene most tests start from: a's owner holds the lock `name`; b's waiter sleeps in
+ * line behind it (its busy attempts made, its field in the queue). */
+typedef struct scene {
+    redis_fixture *f;
+    dlock_client *a, *b;
+    dlock_lock *la, *lb; /* lb NULL once a test frees it */
+    waiter w;            /* b's */
+    char field[128];     /* b's waiter's owner field */
+    char queue[128];     /* {name}:handoff_queue */
+    char marker[128];    /* {name}:handoff */
+    double started_ms;   /* the server's clock just before b's wait began */
+} scene;
+
+static void scene_start(scene *sc, const char *name, bool fenced, int64_t wait_ms) {
+    memset(sc, 0, sizeof(*sc));
+    sc->f = start_server();
+    sc->a = connect_client(sc->f);
+    sc->b = connect_client(sc->f);
+    sc->la = fenced ? new_fenced(sc->a, name) : new_lock(sc->a, name);
+    sc->lb = fenced ? new_fenced(sc->b, name) : new_lock(sc->b, name);
+    snprintf(sc->queue, sizeof(sc->queue), "{%s}:handoff_queue", name);
+    snprintf(sc->marker, sizeof(sc->marker), "{%s}:handoff", name);
+    char channel[160];
+    snprintf(channel, sizeof(channel), "redisson_lock__channel:{%s}", name);
+    ASSERT_RC(dlock_lock_acquire(sc->la, 30000), DLOCK_OK);
+    sc->started_ms = server_ms(sc->f);
+    sc->w = (waiter){.l = sc->lb, .wait_ms = wait_ms};
+    blocking_call_start_asleep(&sc->w.call, wait_for_lock, &sc->w, sc->f,
+                               (asleep_sign){channel, 1, 2, NULL});
+    owner_field(sc->b, sc->w.owner, sc->field, sizeof(sc->field));
+    queue_holds(sc->f, sc->queue, 1);
+}
+
+/* Frees what scene_start made; b's wait has been joined by the test. */
+static void scene_end(scene *sc) {
+    dlock_lock_free(sc->la);
+    if (sc->lb)
+        dlock_lock_free(sc->lb);
+    dlock_client_free(sc->a);
+    dlock_client_free(sc->b);
+    redis_fixture_stop(sc->f);
+}
+
 /* ---- the queue, the promise and the refused newcomer ------------------------------------ */
 
 /* The queue, the promise, the refused newcomer and the turn taken, on a lock or a fenced
  * lock (whose token still rises: 1 for the holder, 2 for the waiter). */
 static void promised_turn(bool fenced) {
-    redis_fixture *f = start_server();
-    dlock_client *a = connect_client(f), *b = connect_client(f);
-    dlock_lock *la = fenced ? new_fenced(a, "promised") : new_lock(a, "promised");
-    dlock_lock *lb = fenced ? new_fenced(b, "promised") : new_lock(b, "promised");
-    ASSERT_RC(dlock_lock_acquire(la, 30000), DLOCK_OK);
+    scene sc;
+    scene_start(&sc, "promised", fenced, slack_ms(10000));
+    redis_fixture *f = sc.f;
     char holder[128];
-    owner_field(a, dlock_thread_owner(), holder, sizeof(holder));
+    owner_field(sc.a, dlock_thread_owner(), holder, sizeof(holder));
 
-    /* b waits: its busy attempts put it in the queue, once, scored by the server's clock */
-    double before = server_ms(f);
-    waiter w = {.l = lb, .wait_ms = slack_ms(10000)};
-    blocking_call_start_asleep(&w.call, wait_for_lock, &w, f,
-                               (asleep_sign){"redisson_lock__channel:{promised}", 1, 2, NULL});
-    char waiter_field[128];
-    owner_field(b, w.owner, waiter_field, sizeof(waiter_field));
-    queue_holds(f, "{promised}:handoff_queue", 1);
-    char *first = queued_at(f, "{promised}:handoff_queue", 0);
-    assert_string_equal(first, waiter_field);
+    /* b's busy attempts put it in the queue, once, scored by the server's clock */
+    char *first = queued_at(f, sc.queue, 0);
+    assert_string_equal(first, sc.field);
     free(first);
-    char *score = redis_fixture_str(f, "ZSCORE {promised}:handoff_queue %s", waiter_field);
-    ASSERT_BETWEEN(atof(score), before, server_ms(f));
+    char *score = redis_fixture_str(f, "ZSCORE %s %s", sc.queue, sc.field);
+    ASSERT_BETWEEN(atof(score), sc.started_ms, server_ms(f));
     free(score);
-    long long life = pttl_of(f, "{promised}:handoff_queue");
+    long long life = pttl_of(f, sc.queue);
     ASSERT_BETWEEN(life, 1, 60000); /* reentrant.c's HANDOFF_QUEUE_MS */
     /* the lock hash is Redisson's, untouched by the queue */
     char dump[256], expected[256];
@@ -141,30 +175,26 @@ static void promised_turn(bool fenced) {
     /* the state a release that promised b leaves, its message not yet read: a's newcomer
      * acquire is refused. (The marker is made to outlive a slow machine: its lifetime is not
      * this test's.) */
-    assert_int_equal(redis_fixture_int(f, "ZREM {promised}:handoff_queue %s", waiter_field), 1);
-    char *ok = redis_fixture_str(f, "SET {promised}:handoff %s PX 60000", waiter_field);
+    assert_int_equal(redis_fixture_int(f, "ZREM %s %s", sc.queue, sc.field), 1);
+    char *ok = redis_fixture_str(f, "SET %s %s PX 60000", sc.marker, sc.field);
     free(ok);
     assert_int_equal(redis_fixture_int(f, "DEL promised"), 1);
-    ASSERT_RC(dlock_lock_try_acquire(la, 0, 30000), DLOCK_ETIMEDOUT);
+    ASSERT_RC(dlock_lock_try_acquire(sc.la, 0, 30000), DLOCK_ETIMEDOUT);
     assert_int_equal(redis_fixture_int(f, "EXISTS promised"), 0);
-    assert_int_equal(redis_fixture_int(f, "EXISTS {promised}:handoff_queue"), 0); /* a try */
-    assert_false(blocking_call_returned(&w.call));
+    assert_int_equal(redis_fixture_int(f, "EXISTS %s", sc.queue), 0); /* a try */
+    assert_false(blocking_call_returned(&sc.w.call));
 
     /* the release's turn and "0" wake b, which takes its turn; the marker goes with it */
-    publish_turn(f, "promised", waiter_field);
-    ASSERT_RC(blocking_call_join(&w.call), DLOCK_OK);
+    publish_turn(f, "promised", sc.field);
+    ASSERT_RC(blocking_call_join(&sc.w.call), DLOCK_OK);
     hash_dump(f, "promised", dump, sizeof(dump));
-    snprintf(expected, sizeof(expected), "%s=1;", waiter_field);
+    snprintf(expected, sizeof(expected), "%s=1;", sc.field);
     assert_string_equal(dump, expected);
-    assert_int_equal(redis_fixture_int(f, "EXISTS {promised}:handoff"), 0);
-    assert_int_equal(redis_fixture_int(f, "EXISTS {promised}:handoff_queue"), 0);
+    assert_int_equal(redis_fixture_int(f, "EXISTS %s", sc.marker), 0);
+    assert_int_equal(redis_fixture_int(f, "EXISTS %s", sc.queue), 0);
     assert_int_equal(redis_fixture_int(f, "GET redisson_lock_token:{promised}"),
                      fenced ? 2 : LLONG_MIN);
-    dlock_lock_free(la);
-    dlock_lock_free(lb);
-    dlock_client_free(a);
-    dlock_client_free(b);
-    redis_fixture_stop(f);
+    scene_end(&sc);
 }
 
 static void
@@ -294,26 +324,16 @@ static void test_a_release_names_the_first_waiter_and_promises_it_past_the_bound
 static void test_a_release_of_a_hold_taken_with_nobody_in_line_names_nobody(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
-    redis_fixture *f = start_server();
-    dlock_client *a = connect_client(f), *b = connect_client(f);
-    dlock_lock *la = new_lock(a, "alone"), *lb = new_lock(b, "alone");
-    ASSERT_RC(dlock_lock_acquire(la, 30000), DLOCK_OK);
-    waiter w = {.l = lb, .wait_ms = slack_ms(10000)};
-    blocking_call_start_asleep(&w.call, wait_for_lock, &w, f,
-                               (asleep_sign){"redisson_lock__channel:{alone}", 1, 2, NULL});
-    queue_holds(f, "{alone}:handoff_queue", 1);
-    redisContext *sub = psubscribe_to(f, "*__channel:{alone}");
-    ASSERT_RC(dlock_lock_release(la), DLOCK_OK);
+    scene sc;
+    scene_start(&sc, "alone", false, slack_ms(10000));
+    redisContext *sub = psubscribe_to(sc.f, "*__channel:{alone}");
+    ASSERT_RC(dlock_lock_release(sc.la), DLOCK_OK);
     expect_message(sub, "redisson_lock__channel:{alone}", "0"); /* no turn before it */
-    ASSERT_RC(blocking_call_join(&w.call), DLOCK_OK);
-    assert_int_equal(redis_fixture_int(f, "EXISTS {alone}:handoff"), 0);
-    assert_int_equal(redis_fixture_int(f, "EXISTS {alone}:handoff_queue"), 0);
+    ASSERT_RC(blocking_call_join(&sc.w.call), DLOCK_OK);
+    assert_int_equal(redis_fixture_int(sc.f, "EXISTS %s", sc.marker), 0);
+    assert_int_equal(redis_fixture_int(sc.f, "EXISTS %s", sc.queue), 0);
     redisFree(sub);
-    dlock_lock_free(la);
-    dlock_lock_free(lb);
-    dlock_client_free(a);
-    dlock_client_free(b);
-    redis_fixture_stop(f);
+    scene_end(&sc);
 }
 
 /* A waiter promised the lock but beaten to it by a client that knows no marker (Redisson's:
@@ -322,55 +342,41 @@ static void test_a_release_of_a_hold_taken_with_nobody_in_line_names_nobody(void
 static void test_a_waiter_beaten_to_its_promise_goes_back_to_the_head(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
-    redis_fixture *f = start_server();
-    dlock_client *a = connect_client(f), *b = connect_client(f);
-    dlock_lock *la = new_lock(a, "front"), *lb = new_lock(b, "front");
-    ASSERT_RC(dlock_lock_acquire(la, 30000), DLOCK_OK);
-    waiter w = {.l = lb, .wait_ms = slack_ms(10000)};
-    blocking_call_start_asleep(&w.call, wait_for_lock, &w, f,
-                               (asleep_sign){"redisson_lock__channel:{front}", 1, 2, NULL});
-    char field[128];
-    owner_field(b, w.owner, field, sizeof(field));
-    queue_holds(f, "{front}:handoff_queue", 1);
-    char *score = redis_fixture_str(f, "ZSCORE {front}:handoff_queue %s", field);
+    scene sc;
+    scene_start(&sc, "front", false, slack_ms(10000));
+    redis_fixture *f = sc.f;
+    char *score = redis_fixture_str(f, "ZSCORE %s %s", sc.queue, sc.field);
     char later[64];
     snprintf(later, sizeof(later), "%.3f", atof(score) + 1);
     free(score);
-    assert_int_equal(redis_fixture_int(f, "ZADD {front}:handoff_queue %s later:9", later), 1);
+    assert_int_equal(redis_fixture_int(f, "ZADD %s %s later:9", sc.queue, later), 1);
 
     /* a's lock freed with b promised (as a release leaves it), then a Redisson holder */
-    assert_int_equal(redis_fixture_int(f, "ZREM {front}:handoff_queue %s", field), 1);
-    char *ok = redis_fixture_str(f, "SET {front}:handoff %s PX 60000", field);
+    assert_int_equal(redis_fixture_int(f, "ZREM %s %s", sc.queue, sc.field), 1);
+    char *ok = redis_fixture_str(f, "SET %s %s PX 60000", sc.marker, sc.field);
     free(ok);
     assert_int_equal(redis_fixture_int(f, "DEL front"), 1);
     assert_int_equal(redis_fixture_int(f, "HSET front redisson-client:1 1"), 1);
     assert_int_equal(redis_fixture_int(f, "PEXPIRE front 60000"), 1);
-    dlock_stats before;
-    dlock_stats_init(&before);
-    ASSERT_RC(dlock_client_stats(b, &before), DLOCK_OK);
     /* a "0" without a turn (Redisson's release) wakes b, whose attempt finds the lock taken */
     assert_int_equal(redis_fixture_int(f, "PUBLISH redisson_lock__channel:{front} 0"), 1);
     bool gone = false;
-    POLL_UNTIL(gone, redis_fixture_int(f, "EXISTS {front}:handoff") == 0, slack_ms(3000));
+    POLL_UNTIL(gone, redis_fixture_int(f, "EXISTS %s", sc.marker) == 0, slack_ms(3000));
     assert_true(gone);
-    char *first = queued_at(f, "{front}:handoff_queue", 0);
-    assert_string_equal(first, field);
+    char *first = queued_at(f, sc.queue, 0);
+    assert_string_equal(first, sc.field);
     free(first);
-    char *second = queued_at(f, "{front}:handoff_queue", 1);
+    char *second = queued_at(f, sc.queue, 1);
     assert_string_equal(second, "later:9");
     free(second);
 
     /* the Redisson holder leaves; b takes the lock and its place goes */
-    assert_int_equal(redis_fixture_int(f, "ZREM {front}:handoff_queue later:9"), 1);
+    assert_int_equal(redis_fixture_int(f, "ZREM %s later:9", sc.queue), 1);
     assert_int_equal(redis_fixture_int(f, "DEL front"), 1);
     assert_int_equal(redis_fixture_int(f, "PUBLISH redisson_lock__channel:{front} 0"), 1);
-    ASSERT_RC(blocking_call_join(&w.call), DLOCK_OK);
-    assert_int_equal(redis_fixture_int(f, "EXISTS {front}:handoff_queue"), 0);
-    dlock_lock_free(la);
-    dlock_lock_free(lb);
-    dlock_client_free(a);
-    dlock_client_free(b);
-    redis_fixture_stop(f);
+    ASSERT_RC(blocking_call_join(&sc.w.call), DLOCK_OK);
+    assert_int_equal(redis_fixture_int(f, "EXISTS %s", sc.queue), 0);
+    scene_end(&sc);
 }
 
 /* ---- one waiter answers a release ---------------------------------------------------------- */
@@ -539,34 +545,24 @@ static void test_a_try_without_waiting_never_queues(void **state) {
 static void test_a_waiter_that_gave_up_leaves_the_queue_and_its_promise(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
-    redis_fixture *f = start_server();
-    dlock_client *a = connect_client(f), *b = connect_client(f);
-    dlock_lock *la = new_lock(a, "left"), *lb = new_lock(b, "left");
-    ASSERT_RC(dlock_lock_acquire(la, 30000), DLOCK_OK);
-    waiter w = {.l = lb, .wait_ms = 60000};
-    blocking_call_start_asleep(&w.call, wait_for_lock, &w, f,
-                               (asleep_sign){"redisson_lock__channel:{left}", 1, 2, NULL});
-    queue_holds(f, "{left}:handoff_queue", 1);
-    char field[128];
-    owner_field(b, w.owner, field, sizeof(field));
-    char *ok = redis_fixture_str(f, "SET {left}:handoff %s PX 60000", field);
+    scene sc;
+    scene_start(&sc, "left", false, 60000);
+    char *ok = redis_fixture_str(sc.f, "SET %s %s PX 60000", sc.marker, sc.field);
     free(ok);
     /* the wait ends without the lock: freeing its handle cancels it */
-    dlock_lock_free(lb);
-    ASSERT_RC(blocking_call_join(&w.call), DLOCK_ECANCELED);
-    ASSERT_RC(dlock_lock_release(la), DLOCK_OK);
+    dlock_lock_free(sc.lb);
+    sc.lb = NULL;
+    ASSERT_RC(blocking_call_join(&sc.w.call), DLOCK_ECANCELED);
+    ASSERT_RC(dlock_lock_release(sc.la), DLOCK_OK);
     /* another owner of the same client: its try follows the leaving on b's connection
      * (commands leave in order) */
-    dlock_lock *other = new_lock(b, "left");
+    dlock_lock *other = new_lock(sc.b, "left");
     ASSERT_RC(dlock_lock_try_acquire(other, 0, 30000), DLOCK_OK);
-    assert_int_equal(redis_fixture_int(f, "EXISTS {left}:handoff"), 0);
-    assert_int_equal(redis_fixture_int(f, "EXISTS {left}:handoff_queue"), 0);
+    assert_int_equal(redis_fixture_int(sc.f, "EXISTS %s", sc.marker), 0);
+    assert_int_equal(redis_fixture_int(sc.f, "EXISTS %s", sc.queue), 0);
     ASSERT_RC(dlock_lock_release(other), DLOCK_OK);
     dlock_lock_free(other);
-    dlock_lock_free(la);
-    dlock_client_free(a);
-    dlock_client_free(b);
-    redis_fixture_stop(f);
+    scene_end(&sc);
 }
 
 /* ---- a marker or queue of another type ----------------------------------------------------- */
