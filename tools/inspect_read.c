@@ -274,15 +274,13 @@ static bool read_waiting_writers(reader *r, const char *name, inspection *in) {
 static void read_handoff(reader *r, const char *name, inspection *in) {
     char *queue = layout_suffixed(name, "handoff_queue"),
          *marker = layout_suffixed(name, "handoff");
-    redis_lib_reply *z = queue && marker && key_exists(r, queue)
-                             ? ask(r, "ZRANGE", queue, "0", "-1", "WITHSCORES", NULL)
-                             : NULL;
-    redis_lib_reply *m =
-        queue && marker && key_exists(r, marker) ? ask(r, "GET", marker, NULL) : NULL;
-    long long now = server_now_ms(r);
-    if (!queue || !marker)
+    if (!queue || !marker) {
         r->code = CLI_EXIT_SOFTWARE;
+        goto out;
+    }
+    redis_lib_reply *z = ask(r, "ZRANGE", queue, "0", "-1", "WITHSCORES", NULL);
     if (z && z->type == DLOCK__REPLY_ARRAY && z->elements >= 2) {
+        long long now = server_now_ms(r);
         in->queue = calloc(z->elements / 2, sizeof(*in->queue));
         for (size_t i = 0; in->queue && i + 1 < z->elements; i += 2) {
             waiter *w = &in->queue[in->nqueue++];
@@ -292,14 +290,16 @@ static void read_handoff(reader *r, const char *name, inspection *in) {
                 r->code = CLI_EXIT_SOFTWARE;
         }
     }
+    redis_lib_reply_free(z);
+    redis_lib_reply *m = ask(r, "GET", marker, NULL);
     if (m && m->type == DLOCK__REPLY_STRING) {
         in->promised.waited_ms = -3;
         in->promised.expires_in_ms = ask_int(r, -3, "PTTL", marker, NULL);
         if (!waiter_of(m->str, &in->promised))
             r->code = CLI_EXIT_SOFTWARE;
     }
-    redis_lib_reply_free(z);
     redis_lib_reply_free(m);
+out:
     free(queue);
     free(marker);
 }

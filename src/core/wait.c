@@ -100,10 +100,15 @@ static void queue_free(wait_queue *q) {
     dlock__free(q);
 }
 
-/* A message, or the subscription (re)confirmed: whatever turn was pending is settled. */
-static void turn_settled(wait_queue *q) {
+/* The pending turn, if any, is used up. */
+static void turn_forget(wait_queue *q) {
     q->turn_pending = false;
     q->turn_named = NULL;
+}
+
+/* A message, or the subscription (re)confirmed: whatever turn was pending is settled. */
+static void turn_settled(wait_queue *q) {
+    turn_forget(q);
     dlock__timer_stop(&q->client->sched, &q->turn_lapse);
 }
 
@@ -208,8 +213,7 @@ static void queue_wake_supply(wait_queue *q, int64_t available) {
  * one of this client's waiters looks again every turn_ms, which bounds what a waiter the
  * object lost track of (none should be) can be passed over. */
 static void turn_spare(wait_queue *q) {
-    q->turn_pending = false;
-    q->turn_named = NULL;
+    turn_forget(q);
     dlock__stat_add(q->client, DLOCK__STAT_WAKES_SPARED, 1);
     if (!dlock__timer_active(&q->turn_lapse))
         dlock__timer_start(&q->client->sched, &q->turn_lapse, q->turn_ms);
@@ -263,7 +267,7 @@ static void on_turn_lapse(dlock__timer *t, void *arg) {
     (void)t;
     wait_queue *q = arg;
     const dlock__wait_ops *ops = q->head ? q->head->ops : NULL;
-    (void)queue_wake(q, ops && ops->wake_count ? ops->wake_count("0", 1) : -1);
+    queue_wake(q, ops && ops->wake_count ? ops->wake_count("0", 1) : -1);
 }
 
 /* The waiter of this queue whose owner the turn names, or NULL. */

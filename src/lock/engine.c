@@ -105,7 +105,7 @@ static void state_init(lock_state *st, const lock_handle *l) {
     st->wait_ops.attempt = dlock__acquire_attempt;
     st->wait_ops.wake_count = l->kind->wake_count;
     st->wait_ops.turn_ms = l->kind->turn_ms;
-    st->wait_ops.named = dlock__acquire_named;
+    st->wait_ops.named = l->kind->turn_channel ? dlock__acquire_named : NULL;
     st->wait_ops.done = dlock__acquire_done;
 }
 

@@ -10,11 +10,10 @@
 -- ARGV[1]  the owner field of the waiter that gave up, <client-id>:<owner>
 -- Reply    1 the marker named it and is gone; 0 it named another waiter, or nobody
 --
--- A marker or a queue of another type fails GET or ZSCORE before anything is written.
+-- A marker or a queue of another type fails GET or ZREM, the first write, before anything
+-- is written.
 local promised = redis.call('get', KEYS[1]) == ARGV[1]
-if redis.call('zscore', KEYS[2], ARGV[1]) then
-    redis.call('zrem', KEYS[2], ARGV[1])
-end
+redis.call('zrem', KEYS[2], ARGV[1])
 if promised then
     redis.call('del', KEYS[1])
     return 1

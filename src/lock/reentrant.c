@@ -56,20 +56,16 @@ static bool in_cluster(const dlock__lock_view *v) {
     return dlock__client_is_cluster(v->client);
 }
 
-static const char *marker_of(const dlock__lock_view *v) {
-    return ((const handoff_names *)v->data)->marker;
-}
-
-static const char *queue_of(const dlock__lock_view *v) {
-    return ((const handoff_names *)v->data)->queue;
+static const handoff_names *names_of(const dlock__lock_view *v) {
+    return v->data;
 }
 
 /* acquire.lua: KEYS N, marker, queue [, token key]; ARGV lease, field, believed holds,
  * claims, the queue's lifetime */
 static int acquire_args(const dlock__lock_view *v, dlock__args *a) {
     dlock__args_str(a, v->name);
-    dlock__args_str(a, marker_of(v));
-    dlock__args_str(a, queue_of(v));
+    dlock__args_str(a, names_of(v)->marker);
+    dlock__args_str(a, names_of(v)->queue);
     if (v->token_key)
         dlock__args_str(a, v->token_key);
     int nkeys = a->n;
@@ -93,9 +89,9 @@ static int release_args(const dlock__lock_view *v, dlock__args *a) {
     dlock__args_str(a, v->channel);
     bool names = v->line && !in_cluster(v);
     if (names) {
-        dlock__args_str(a, marker_of(v));
-        dlock__args_str(a, queue_of(v));
-        dlock__args_str(a, ((const handoff_names *)v->data)->turn_channel);
+        dlock__args_str(a, names_of(v)->marker);
+        dlock__args_str(a, names_of(v)->queue);
+        dlock__args_str(a, names_of(v)->turn_channel);
     }
     int nkeys = a->n;
     dlock__args_int(a, v->lease_ms);
@@ -109,7 +105,7 @@ static int release_args(const dlock__lock_view *v, dlock__args *a) {
 }
 
 static const char *turn_channel(const dlock__lock_view *v) {
-    return in_cluster(v) ? NULL : ((const handoff_names *)v->data)->turn_channel;
+    return in_cluster(v) ? NULL : names_of(v)->turn_channel;
 }
 
 /* force_release.lua: KEYS N, channel */
@@ -151,8 +147,8 @@ static void gave_up(const dlock__lock_view *v) {
     if (in_cluster(v) || !v->claim_open)
         return;
     dlock__args a = {0};
-    dlock__args_str(&a, marker_of(v));
-    dlock__args_str(&a, queue_of(v));
+    dlock__args_str(&a, names_of(v)->marker);
+    dlock__args_str(&a, names_of(v)->queue);
     dlock__args_str(&a, v->field);
     dlock__script(v->client, DLOCK__SCRIPT_LOCK_HANDOFF_DROP, DLOCK__CMD_RETRY_SAFE,
                   dlock__ignore_reply, (void *)"lock: leaving the hand-off queue", 2, a.n, a.v,

@@ -59,7 +59,7 @@ if holds > 0 then
 end
 -- what to publish first: a refused PUBLISH must leave the lock as it was (see acquire.lua)
 local turn, promise = false, false
-if KEYS[3] and redis.call('exists', KEYS[3], KEYS[4]) > 0 then -- nobody waits, usually
+if KEYS[3] then
     turn = redis.pcall('get', KEYS[3])
     if type(turn) ~= 'string' then -- no promise standing: the queue's first, if any
         local first = turn == false and redis.pcall('zrange', KEYS[4], 0, 0, 'withscores')
