@@ -126,6 +126,11 @@ int64_t test_slack_ms(int64_t ms) {
     return (int64_t)((double)ms * test_slack_factor());
 }
 
+int64_t test_prompt_ms(void) {
+    int64_t bound = test_slack_ms(2500);
+    return bound < TEST_SLOW_MS / 2 ? bound : TEST_SLOW_MS / 2;
+}
+
 /* ---- watchdog ----------------------------------------------------------------------------- */
 
 /* Called with mu held; never returns. Only lock-free and async-signal-safe steps, because

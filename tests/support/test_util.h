@@ -66,4 +66,15 @@ double test_slack_factor(void);
 /* ms widened by test_slack_factor(). */
 int64_t test_slack_ms(int64_t ms);
 
+/* How slow the alternative to an event is made in a test that proves something happens on
+ * the event (a waiter wakes on the release message, not on its re-check): a holder's lease,
+ * a BUSY hint, a re-check or a deadline of at least this long. */
+#define TEST_SLOW_MS 30000
+/* The bound such a test puts on "it happened on the event": 2.5 s widened by
+ * test_slack_factor(), but never more than half of TEST_SLOW_MS. Seconds, so a loaded machine
+ * (another `make test` beside it, valgrind) does not miss it; still a proof, because the only
+ * other way it could happen takes at least TEST_SLOW_MS. Not a speed figure: how fast belongs
+ * in `make bench`. */
+int64_t test_prompt_ms(void);
+
 #endif /* DLOCK_TEST_UTIL_H */
