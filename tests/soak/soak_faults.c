@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: MIT */
+/* soak_faults.c - the soak's fault schedule, and the log that explains lost leases.
+ *
+ * Every soak_cfg.fault_ms the fault thread injects the next fault of a fixed rotation on
+ * the server every client uses:
+ *   kill-normal   CLIENT KILL TYPE normal: every command connection drops
+ *   kill-pubsub   CLIENT KILL TYPE pubsub: every subscriber connection drops
+ *   script-flush  SCRIPT FLUSH: every cached script must be loaded again
+ *   debug-sleep   DEBUG SLEEP 1: the server answers nothing for a second
+ *   sigstop       SIGSTOP, 1 s, SIGCONT: the same seen from outside the server
+ * and logs its window (from just before it to when it was over).
+ *
+ * A lease lost (a lost callback, a release that says DLOCK_ELOST or finds nothing to
+ * release) is explained when it falls in a fault's window widened by how long the library
+ * may take to notice: watchdog_ms (a lease runs out at 2/3 of it; renewals go every 1/3),
+ * plus one command time-out and two reconnect delays. Anything else fails the run.
+ *
+ * SOAK_SELFTEST=lost replaces the faults by a DEL of the long holders' locks that is not
+ * logged, so the run must fail with unexplained lost leases.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "soak.h"
+
+#define MAX_FAULTS 8192
+#define MAX_LOST 8192
+
+typedef struct fault_window {
+    int64_t start_ms;
+    int64_t end_ms;
+    const char *what;
+    bool ok; /* the injection itself worked */
+} fault_window;
+
+typedef struct lost_event {
+    int64_t at_ms;
+    int reason;
+    char what[80];
+} lost_event;
+
+static fault_window faults[MAX_FAULTS];
+static atomic_long fault_count;
+static lost_event losts[MAX_LOST];
+static long lost_count;
+static pthread_mutex_t lost_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_t fault_thread;
+static atomic_bool fault_stop;
+static bool fault_started;
+static soak_targets targets;
+
+static const char *const rotation[] = {"kill-normal", "kill-pubsub", "script-flush", "debug-sleep",
+                                       "sigstop"};
+#define ROTATION (sizeof rotation / sizeof rotation[0])
+
+static int64_t grace_ms(void) {
+    return soak_cfg.watchdog_ms + soak_cfg.timeout_ms + 2 * soak_cfg.retry_ms;
+}
+
+static bool reply_ok(redisReply *r) {
+    bool ok = r && r->type != REDIS_REPLY_ERROR;
+    if (r)
+        freeReplyObject(r);
+    return ok;
+}
+
+static bool inject(const char *what) {
+    redis_fixture *f = targets.redis;
+    if (!strcmp(what, "kill-normal"))
+        return redis_fixture_client_kill_type(f, "normal") >= 0;
+    if (!strcmp(what, "kill-pubsub"))
+        return redis_fixture_client_kill_type(f, "pubsub") >= 0;
+    if (!strcmp(what, "script-flush"))
+        return reply_ok(redis_fixture_cmd(f, "SCRIPT FLUSH"));
+    if (!strcmp(what, "debug-sleep"))
+        return reply_ok(redis_fixture_cmd(f, "DEBUG SLEEP 1"));
+    if (redis_fixture_pause(f) != 0)
+        return false;
+    soak_sleep_ms(1000);
+    return redis_fixture_resume(f) == 0;
+}
+
+/* SOAK_SELFTEST=lost: take the long holders' locks away behind their backs. */
+static void steal_long_locks(void) {
+    for (int i = 0; i < 4; i++) {
+        char name[64];
+        soak_name(name, GROUP_LONG, i, NULL);
+        redisReply *r = redis_fixture_cmd(targets.redis, "DEL %s", name);
+        if (r)
+            freeReplyObject(r);
+    }
+}
+
+static void *fault_main(void *arg) {
+    (void)arg;
+    bool steal = !strcmp(soak_cfg.selftest, "lost");
+    int64_t next = soak_now_ms() + soak_cfg.fault_ms;
+    for (size_t turn = 0; !atomic_load(&fault_stop);) {
+        if (soak_now_ms() < next) {
+            soak_sleep_ms(100);
+            continue;
+        }
+        next += soak_cfg.fault_ms;
+        if (steal) {
+            steal_long_locks();
+            continue;
+        }
+        long i = atomic_load(&fault_count);
+        if (i >= MAX_FAULTS)
+            continue;
+        fault_window *w = &faults[i];
+        w->what = rotation[turn++ % ROTATION];
+        w->start_ms = soak_now_ms();
+        w->ok = inject(w->what);
+        w->end_ms = soak_now_ms();
+        atomic_store(&fault_count, i + 1);
+        if (!w->ok)
+            fprintf(stderr, "soak: fault %s could not be injected\n", w->what);
+    }
+    return NULL;
+}
+
+int soak_faults_start(const soak_targets *t) {
+    targets = *t;
+    memset(faults, 0, sizeof faults);
+    memset(losts, 0, sizeof losts);
+    if (soak_cfg.fault_ms <= 0)
+        return 0;
+    if (pthread_create(&fault_thread, NULL, fault_main, NULL) != 0)
+        return -1;
+    fault_started = true;
+    return 0;
+}
+
+void soak_faults_stop(void) {
+    atomic_store(&fault_stop, true);
+    if (fault_started)
+        pthread_join(fault_thread, NULL);
+    fault_started = false;
+}
+
+void soak_lost_event(const char *what, int reason) {
+    pthread_mutex_lock(&lost_mu);
+    if (lost_count < MAX_LOST) {
+        lost_event *e = &losts[lost_count];
+        e->at_ms = soak_now_ms();
+        e->reason = reason;
+        snprintf(e->what, sizeof e->what, "%s", what);
+    }
+    lost_count++;
+    pthread_mutex_unlock(&lost_mu);
+}
+
+/* The fault whose window explains an event at t, or NULL. */
+static const fault_window *explaining_fault(int64_t t) {
+    long n = atomic_load(&fault_count);
+    for (long i = 0; i < n; i++)
+        if (t >= faults[i].start_ms - 500 && t <= faults[i].end_ms + grace_ms())
+            return &faults[i];
+    return NULL;
+}
+
+bool soak_in_fault_window(int64_t t_ms) {
+    return explaining_fault(t_ms) != NULL;
+}
+
+long soak_lost_total(void) {
+    pthread_mutex_lock(&lost_mu);
+    long n = lost_count;
+    pthread_mutex_unlock(&lost_mu);
+    return n;
+}
+
+long soak_lost_unexplained(void) {
+    pthread_mutex_lock(&lost_mu);
+    long n = lost_count < MAX_LOST ? lost_count : MAX_LOST, bad = 0;
+    for (long i = 0; i < n; i++)
+        if (!explaining_fault(losts[i].at_ms))
+            bad++;
+    bad += lost_count - n; /* events the log had no room for cannot be explained */
+    pthread_mutex_unlock(&lost_mu);
+    return bad;
+}
+
+long soak_faults_injected(void) {
+    return atomic_load(&fault_count);
+}
+
+void soak_faults_report(const char *dir) {
+    char path[512];
+    long n = atomic_load(&fault_count);
+    snprintf(path, sizeof path, "%s/faults.csv", dir);
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fprintf(f, "start_s,end_s,fault,injected\n");
+        for (long i = 0; i < n; i++)
+            fprintf(f, "%.3f,%.3f,%s,%d\n", (double)faults[i].start_ms / 1000.0,
+                    (double)faults[i].end_ms / 1000.0, faults[i].what, faults[i].ok);
+        fclose(f);
+    }
+    long per_kind[ROTATION] = {0}, failed = 0;
+    for (long i = 0; i < n; i++) {
+        for (size_t k = 0; k < ROTATION; k++)
+            if (faults[i].what == rotation[k])
+                per_kind[k]++;
+        failed += !faults[i].ok;
+    }
+    printf("faults injected: %ld (", n);
+    for (size_t k = 0; k < ROTATION; k++)
+        printf("%s%s %ld", k ? ", " : "", rotation[k], per_kind[k]);
+    printf("), %ld could not be injected\n", failed);
+
+    snprintf(path, sizeof path, "%s/lost.csv", dir);
+    f = fopen(path, "w");
+    pthread_mutex_lock(&lost_mu);
+    long m = lost_count < MAX_LOST ? lost_count : MAX_LOST;
+    if (f)
+        fprintf(f, "at_s,reason,what,explained_by\n");
+    for (long i = 0; i < m; i++) {
+        const fault_window *w = explaining_fault(losts[i].at_ms);
+        if (f)
+            fprintf(f, "%.3f,%s,%s,%s\n", (double)losts[i].at_ms / 1000.0,
+                    dlock_err_name(losts[i].reason), losts[i].what, w ? w->what : "NOTHING");
+        if (!w)
+            printf("  lost lease NOT explained by a fault: %.1f s %s (%s)\n",
+                   (double)losts[i].at_ms / 1000.0, losts[i].what, dlock_err_name(losts[i].reason));
+    }
+    pthread_mutex_unlock(&lost_mu);
+    if (f)
+        fclose(f);
+}
