@@ -400,6 +400,7 @@ typedef struct dlock__renew {
     dlock__timer tick_timer;
     dlock__timer expiry_timer;   /* the earliest confirmed_until_ms */
     uint64_t ticks, renew_calls; /* counters for tests and diagnostics */
+    uint64_t renew_answers;      /* renew_calls settled (answered, failed or canceled) */
 } dlock__renew;
 
 void dlock__renew_init(dlock__renew *r, dlock_client *c);

@@ -199,6 +199,7 @@ static void on_renewed(dlock_client *c, int status, const dlock__reply *reply, i
     (void)sends; /* a renewal is the same whether sent once or twice */
     renew_batch *b = arg;
     dlock__renew *r = &c->renew;
+    r->renew_answers++;
     /* a reply of another shape confirms nothing: the expiry timer decides */
     bool answered =
         status == DLOCK_OK && dlock__reply_shape_each(&dlock__shape_renewed, reply, b->count);

@@ -37,7 +37,9 @@ static void test_a_call_started_on_the_callers_thread_times_out_on_time(void **s
     (void)state;
     test_watchdog_arm(60, __func__);
     redis_fixture *f = start_server();
-    const int64_t timeout_ms = 300;
+    /* Were the deadline lost, the poll would sleep on with no timer near: the ping would wait
+     * until the test's own watchdog. So the bound below can be seconds, for a loaded machine. */
+    const int64_t timeout_ms = 1000;
     dlock_client *c = connect_client_cfg(
         f, (test_client_cfg){.timeout_ms = timeout_ms, .retry_attempts = TEST_NO_RETRY});
     assert_int_equal(dlock_client_ping(c), DLOCK_OK);
@@ -53,7 +55,7 @@ static void test_a_call_started_on_the_callers_thread_times_out_on_time(void **s
     printf("# ping to a paused server: %s after %lld ms (timeout %lld ms)\n", dlock_err_name(rc),
            (long long)took, (long long)timeout_ms);
     assert_int_equal(rc, DLOCK_ECONN);
-    ASSERT_BETWEEN(took, timeout_ms - 2, timeout_ms + test_slack_ms(400));
+    ASSERT_BETWEEN(took, timeout_ms - 2, timeout_ms + test_slack_ms(4000));
 
     /* the client comes back once the server does */
     int64_t deadline = test_now_ms() + test_slack_ms(5000);
@@ -88,7 +90,8 @@ static void test_a_command_bigger_than_the_socket_takes_is_sent_whole(void **sta
     int64_t took = test_now_ms() - start;
     printf("# SET of %zu bytes: %lld ms\n", size, (long long)took);
     assert_int_equal(r->status, DLOCK_OK);
-    ASSERT_BETWEEN(took, 0, test_slack_ms(5000));
+    /* a send left half done would wait for the 100 s reply timeout */
+    ASSERT_BETWEEN(took, 0, test_slack_ms(15000));
     assert_string_equal(r->str, "OK");
     core_reply_free(r);
 
@@ -140,20 +143,26 @@ static void test_a_caller_looping_on_calls_without_io_never_keeps_the_io_thread_
     }
     test_watchdog_arm(120, __func__);
     redis_fixture *f = start_server();
-    const int64_t watchdog_ms = 300;
+    /* A lease the I/O thread renews every second. Were it kept out of the loop by the
+     * spinner, it would renew nothing at all while the spinner runs (4 s, past the lease);
+     * a lease long enough for a loaded machine still tells the two apart. */
+    const int64_t watchdog_ms = 3000;
+    const int64_t spin_ms = 4000;
     dlock_client *c = connect_client_cfg(f, (test_client_cfg){.watchdog_ms = watchdog_ms});
     dlock_lock *held, *spun;
     assert_int_equal(dlock_fencedlock_new(c, "held", &held), DLOCK_OK);
     assert_int_equal(dlock_fencedlock_new(c, "spun", &spun), DLOCK_OK);
-    /* a lease the I/O thread must renew every 100 ms, or lose at 200 ms */
     assert_int_equal(dlock_lock_acquire(held, DLOCK_WATCHDOG), DLOCK_OK);
+    dlock_stats before;
+    dlock_stats_init(&before);
+    assert_int_equal(dlock_client_stats(c, &before), DLOCK_OK);
 
     spinner s = {.lock = spun};
     atomic_init(&s.stop, false);
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, spinner_main, &s), 0);
     /* meanwhile this thread's calls need the I/O thread (their replies), as the renewals do */
-    int64_t longest_ping = 0, end = test_now_ms() + 3000;
+    int64_t longest_ping = 0, end = test_now_ms() + spin_ms;
     int pings = 0, ping_failures = 0;
     while (test_now_ms() < end) {
         int64_t start = test_now_ms();
@@ -178,10 +187,12 @@ static void test_a_caller_looping_on_calls_without_io_never_keeps_the_io_thread_
            (long long)st.renewal_lag_max_ms, (unsigned long long)st.leases_lost);
     assert_int_equal(s.failures, 0);
     assert_true(s.calls > 0);
+    /* every ping answered within its reply timeout, and the watchdog ran beside the
+     * spinner: how fast is make bench's question, not this test's */
     assert_int_equal(ping_failures, 0);
+    assert_true(st.renewals_sent > before.renewals_sent);
     assert_int_equal(st.leases_lost, 0);
     assert_true(still_held);
-    ASSERT_BETWEEN(longest_ping, 0, test_slack_ms(100));
     assert_int_equal(dlock_lock_release(held), DLOCK_OK);
     dlock_lock_free(spun);
     dlock_lock_free(held);
