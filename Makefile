@@ -4,7 +4,9 @@
 #   make            build the library and examples (build-release/, RelWithDebInfo)
 #   make deps       install missing Debian packages (as root) or say which are missing
 #   make demo       deps + build, then run the flash-sale demo against a private redis-server
-#   make test       everything CI runs: build/ + ctest + valgrind + ASan/UBSan + TSan
+#   make test       everything CI runs (scripts/test.sh): lint, clang + ASan/UBSan + TSan builds,
+#                   every test under ASan/UBSan, a chosen set under valgrind, TSan, fuzz
+#   make check      the fast loop: one Debug build, the unit and integration tests (scripts/check.sh)
 #   make install    build, then install into $(PREFIX) (default /usr/local), honoring DESTDIR
 #   make format     clang-format -i every C file
 #   make format-check  fail if any C file differs from clang-format's output (changes nothing)
@@ -30,7 +32,7 @@ FORMAT_DIRS := src include tests examples tools bench
 FORMAT_FILES = find $(wildcard $(FORMAT_DIRS)) \( -name generated -o -name node_modules \) -prune \
 	-o -type f \( -name '*.c' -o -name '*.h' \) -print0
 
-.PHONY: all deps build demo test install format format-check lint clean bench fuzz
+.PHONY: all deps build demo test check install format format-check lint clean bench fuzz
 
 all: build
 
@@ -48,6 +50,9 @@ demo: deps
 
 test:
 	scripts/test.sh
+
+check:
+	scripts/check.sh
 
 install: build
 	DESTDIR="$(DESTDIR)" $(CMAKE) --install $(BUILD_DIR) --prefix "$(PREFIX)"
@@ -75,4 +80,4 @@ fuzz:
 	FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh
 
 clean:
-	rm -rf build build-asan build-tsan build-release build-fuzz
+	rm -rf build build-clang build-asan build-tsan build-release build-fuzz build-logs
