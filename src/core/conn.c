@@ -417,11 +417,16 @@ static void hold_script_reply(dlock__cmd *cmd, const redisReply *reply) {
 /* The WAIT answered (reply): the caller gets the script's reply and the acknowledgement. */
 static void settle_acks(dlock__conn *conn, dlock__cmd *cmd, const redisReply *reply) {
     dlock__acks acks = {.asked = cmd->wait_replicas, .timeout_ms = cmd->wait_timeout_ms};
-    if (reply->type == REDIS_REPLY_INTEGER) {
-        acks.acked = reply->integer > INT32_MAX ? INT32_MAX : (int)reply->integer;
-        dlock__replicas_acked(&conn->replicas, reply->integer);
-    } else if (reply->type == REDIS_REPLY_ERROR) {
+    if (reply->type == REDIS_REPLY_ERROR) {
         acks.wait_error = reply;
+    } else if (!dlock__replicas_wait_answer(&conn->replicas, reply, &acks.acked)) {
+        /* the write ran, but whether a replica has it is unknown: the connection goes, as
+         * for any reply not understood (its text names what arrived), and the caller hears
+         * DLOCK_ECONN, never DLOCK_OK */
+        dlock__link_protocol_error(&conn->link, "an answer to WAIT that is no count of replicas",
+                                   reply);
+        finish(conn, cmd, DLOCK_ECONN, NULL);
+        return;
     }
     int status = cmd->held_status;
     finish_acked(conn->link.client, cmd, status, status == DLOCK_ENOMEM ? NULL : cmd->held, &acks);

@@ -34,8 +34,21 @@ int dlock__replicas_asked(const dlock__replicas *r, const dlock__endpoint *ep) {
 }
 
 void dlock__replicas_acked(dlock__replicas *r, long long acked) {
-    if (acked > r->seen && acked <= 1000000)
+    if (acked > r->seen && acked <= DLOCK__REPLICAS_MAX)
         r->seen = (int)acked;
+}
+
+bool dlock__replicas_wait_answer(dlock__replicas *r, const dlock__reply *reply, int *acked) {
+    /* Never "less than asked" as a bound: WAIT counts every replica that has the write, and
+     * a master may have more than a write asks for (sync_replicas=N, or a replica that
+     * joined since ROLE). A count outside 0..DLOCK__REPLICAS_MAX is no count (2^63-1 would
+     * be every replica acknowledging, -5 "only -5 of 1"). */
+    if (reply->type != REDIS_REPLY_INTEGER || reply->integer < 0 ||
+        reply->integer > DLOCK__REPLICAS_MAX)
+        return false;
+    *acked = (int)reply->integer;
+    dlock__replicas_acked(r, reply->integer);
+    return true;
 }
 
 /* The replicas a ROLE reply of a master lists: ["master", offset, [[ip, port, offset]...]];
