@@ -122,7 +122,7 @@ static int take_options(const dlock_options *in, dlock_options *out, parsed_url 
         url = getenv("DLOCK_URL");
     if (!url || !url[0])
         url = DEFAULT_URL;
-    char err[200];
+    char err[DLOCK__ERROR_TEXT_SIZE];
     int rc = parse_url(url, u, err, sizeof(err));
     if (rc != DLOCK_OK)
         return dlock__fail(rc, "%s", err);
@@ -312,7 +312,7 @@ static int client_create(const dlock_options *o, dlock__loop *loop, dlock_client
         return dlock__fail(DLOCK_ENOMEM, "out of memory");
     }
     if (ep.tls) {
-        char err[300];
+        char err[DLOCK__ERROR_TEXT_SIZE];
         rc = dlock__tls_new(&c->endpoint, &c->tls, err, sizeof(err));
         if (rc != DLOCK_OK) {
             client_destroy(c);
@@ -405,9 +405,10 @@ int dlock_client_new(const dlock_options *o, dlock_client **out) {
     pthread_mutex_unlock(&c->ready_mu);
     if (rc != DLOCK_OK) {
         /* the link's text says what went wrong; read it before the link is gone */
-        char why[200];
-        snprintf(why, sizeof(why), "%s",
-                 c->cluster ? dlock__cluster_error_text(c->cluster) : c->conn.link.last_error_text);
+        char why[DLOCK__ERROR_TEXT_SIZE];
+        dlock__text_fit(why, sizeof(why),
+                        c->cluster ? dlock__cluster_error_text(c->cluster)
+                                   : c->conn.link.last_error_text);
         stop_and_destroy(c);
         return dlock__fail(rc, "%s", why);
     }

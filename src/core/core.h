@@ -66,6 +66,9 @@ typedef struct dlock__endpoint {
 
 /* Parses url into ep (strings owned by ep). DLOCK_EINVAL with the reason in err. */
 int dlock__url_parse(const char *url, dlock__endpoint *ep, char *err, size_t errlen);
+/* Every URL scheme a client takes ("redis://", ... "rediss-cluster://"), *count of them: the
+ * list a mistyped scheme is answered with. */
+const char *const *dlock__url_schemes(size_t *count);
 void dlock__endpoint_free(dlock__endpoint *ep);
 
 /* url as it may be printed or logged: the password in userinfo and any password= query
@@ -183,7 +186,7 @@ struct dlock__link {
     bool counts_reconnects; /* a command or subscriber link, of any node: dlock_stats counts
                                each time it is ready again */
     int last_error;
-    char last_error_text[200];
+    char last_error_text[DLOCK__ERROR_TEXT_SIZE];
     dlock__timer timer; /* connect timeout, or the backoff delay */
     /* owner's hooks */
     void (*on_ready)(dlock__link *link);
@@ -282,14 +285,8 @@ typedef struct dlock__replicas {
 int dlock__replicas_probe(dlock__link *link, dlock__replicas *r);
 /* A ROLE reply (or its error) from the handshake or a later check: raises seen. */
 void dlock__replicas_role(dlock__replicas *r, dlock_client *c, const dlock__reply *reply);
-/* Replicas seen (ROLE) or acknowledging (WAIT): raises seen. */
+/* A WAIT answered: acked replicas have the write. Raises seen. */
 void dlock__replicas_acked(dlock__replicas *r, long long acked);
-/* More replicas than a master can have (each is a connection to it): a count above is none. */
-#define DLOCK__REPLICAS_MAX 1000000
-/* WAIT's answer (not an error): true with the replicas that have the write in *acked (raises
- * seen); false when it is no count of replicas (not an integer from 0 to DLOCK__REPLICAS_MAX):
- * a protocol violation, whether the write reached any replica is unknown. */
-bool dlock__replicas_wait_answer(dlock__replicas *r, const dlock__reply *reply, int *acked);
 /* How many replicas a write asks for (0: send no WAIT). */
 int dlock__replicas_asked(const dlock__replicas *r, const dlock__endpoint *ep);
 /* Whether conn.c should look at ROLE again now and then (auto, and ROLE not refused). */
@@ -360,8 +357,9 @@ typedef struct dlock__pubsub {
     bool sharded;
     void *owner;
     void (*on_slot_lost)(struct dlock__pubsub *ps);
-    dlock__map channels;    /* name -> struct channel */
-    char refused_text[256]; /* the last refused SUBSCRIBE, for dlock_last_error() */
+    dlock__map channels;                       /* name -> struct channel */
+    char refused_text[DLOCK__ERROR_TEXT_SIZE]; /* the last refused SUBSCRIBE, for
+                                                  dlock_last_error() */
 } dlock__pubsub;
 
 void dlock__pubsub_init(dlock__pubsub *ps, dlock_client *c);

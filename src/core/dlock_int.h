@@ -11,6 +11,7 @@
 #ifndef DLOCK_INT_H
 #define DLOCK_INT_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -56,6 +57,21 @@ char *dlock__strndup(const char *s, size_t n);
  * failure path reads `return dlock__fail(DLOCK_EINVAL, "name is empty");`. */
 int dlock__fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void dlock__set_last_error(const char *text);
+
+/* The size of every buffer an error's detail is kept in (an op's, a link's, the thread's
+ * dlock_last_error()): room for the longest text the code builds from bounded parts (a URL
+ * with a 255-byte host name, a Redis error line, the hint after them). A longer one (a
+ * 64 KB object name, a user name without bound) loses words from its middle, never its end:
+ * the texts end with what to do. */
+#define DLOCK__ERROR_TEXT_SIZE 1024
+
+/* Copies text into buf (size bytes); a text that does not fit keeps its start and its end
+ * and loses its middle, cut at spaces, to " ... ". */
+void dlock__text_fit(char *buf, size_t size, const char *text);
+/* vsnprintf into buf, cut as dlock__text_fit cuts when too long. */
+void dlock__vformat_fit(char *buf, size_t size, const char *fmt, va_list ap);
+void dlock__format_fit(char *buf, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* ---- time ------------------------------------------------------------------------------ */
 
@@ -175,7 +191,7 @@ struct dlock__op {
     dlock__op_fn start;    /* loop thread: begin the work; ends with dlock__op_complete() */
     dlock__op_fn complete; /* loop thread: the async face's callback (set by the primitive) */
     int status;
-    char error_text[256];  /* detail for dlock_last_error() */
+    char error_text[DLOCK__ERROR_TEXT_SIZE]; /* detail for dlock_last_error() */
     void *blocking_waiter; /* submit.c's private completion for the blocking face */
 };
 

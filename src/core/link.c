@@ -52,12 +52,12 @@ static int64_t stable_ms(const dlock__link *link) {
 }
 
 static void set_error(dlock__link *link, int err, const char *why) {
-    char where[160];
+    char where[320]; /* a 255-byte host name, its port, " (TLS)" */
     dlock__endpoint_describe(link->target ? link->target : &link->client->endpoint, where,
                              sizeof(where));
     link->last_error = err;
-    snprintf(link->last_error_text, sizeof(link->last_error_text), "%s connection to %s: %s",
-             link->role, where, why);
+    dlock__format_fit(link->last_error_text, sizeof(link->last_error_text),
+                      "%s connection to %s: %s", link->role, where, why);
 }
 
 /* Drops the connection now: its bytes, its reader, the replies it waited for. */
@@ -454,10 +454,10 @@ void dlock__noperm_text(const dlock_client *c, const char *server_text, const ch
     char grant[160];
     if (channel) {
         channel_grant(channel, grant, sizeof(grant));
-        snprintf(buf, size,
-                 "the ACL of user '%s' denies channel %s (NOPERM); grant it: ACL SETUSER %s %s "
-                 "(or allchannels)",
-                 user, channel, user, grant);
+        dlock__format_fit(buf, size,
+                          "the ACL of user '%s' denies channel %s (NOPERM); grant it: ACL "
+                          "SETUSER %s %s (or allchannels)",
+                          user, channel, user, grant);
         return;
     }
     const char *text = server_text ? server_text : "NOPERM";
@@ -467,6 +467,6 @@ void dlock__noperm_text(const dlock_client *c, const char *server_text, const ch
     const char *what = strstr(text, "channel") ? "allchannels (or &redisson_*)"
                        : strstr(text, "key")   ? "~<the keys of the object>"
                                                : "+<the command> (dlock needs +@scripting)";
-    snprintf(buf, size, "the ACL of user '%s' refused: %.*s; grant it: ACL SETUSER %s %s", user,
-             text_len, text, user, what);
+    dlock__format_fit(buf, size, "the ACL of user '%s' refused: %.*s; grant it: ACL SETUSER %s %s",
+                      user, text_len, text, user, what);
 }

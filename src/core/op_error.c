@@ -15,7 +15,7 @@
 int dlock__op_fail(dlock__op *op, int err, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(op->error_text, sizeof(op->error_text), fmt, ap);
+    dlock__vformat_fit(op->error_text, sizeof(op->error_text), fmt, ap);
     va_end(ap);
     return err;
 }

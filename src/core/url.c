@@ -8,6 +8,8 @@
  *   unix:///path/to/redis.sock[?db=N&user=U&password=P]
  *   any form: [?sync_replicas=auto|0|N&sync_timeout_ms=MS]  the WAIT after every write
  *                                              (replicas.c); auto and 1000 by default
+ *   redis[s]-sentinel://... and redis[s]-cluster://...  read by url_sentinel.c and
+ *                                              url_cluster.c (each seed as a redis[s]:// URL)
  *
  * user, password and query values may be percent-encoded (%40 for '@'). Anything else —
  * another scheme, a port outside 1..65535, a db outside 0..INT_MAX, an unknown query key
@@ -25,6 +27,38 @@
 
 static int bad(char *err, size_t errlen, const char *why) {
     snprintf(err, errlen, "bad URL: %s", why);
+    return DLOCK_EINVAL;
+}
+
+/* Every scheme a client URL may have: client.c hands the sentinel and cluster forms to
+ * their own parsers (url_sentinel.c, url_cluster.c) and the rest to dlock__url_parse. The
+ * one list a mistyped scheme is answered with; test_url_schemes proves each is taken. */
+static const char *const known_schemes[] = {
+    "redis://",           "rediss://",        "unix://",           "redis-sentinel://",
+    "rediss-sentinel://", "redis-cluster://", "rediss-cluster://",
+};
+
+const char *const *dlock__url_schemes(size_t *count) {
+    *count = sizeof(known_schemes) / sizeof(known_schemes[0]);
+    return known_schemes;
+}
+
+/* A scheme that is none of known_schemes: what was given (the text before "://", never
+ * what follows it, where a password may be) and every scheme there is. */
+static int bad_scheme(const char *url, char *err, size_t errlen) {
+    const char *end = strstr(url, "://");
+    size_t given = end ? (size_t)(end - url) : 0;
+    if (given > 32 || strcspn(url, "@:/?") < given)
+        given = 0; /* not a scheme at all (a host:port, userinfo): quote nothing */
+    int n = given ? snprintf(err, errlen, "bad URL: unknown scheme \"%.*s://\"; use one of ",
+                             (int)given, url)
+                  : snprintf(err, errlen, "bad URL: no scheme; use one of ");
+    for (size_t i = 0; i < sizeof(known_schemes) / sizeof(known_schemes[0]); i++) {
+        size_t used = n < 0 ? errlen : (size_t)n;
+        if (used >= errlen)
+            break;
+        n += snprintf(err + used, errlen - used, "%s%s", i ? ", " : "", known_schemes[i]);
+    }
     return DLOCK_EINVAL;
 }
 
@@ -301,7 +335,7 @@ int dlock__url_parse(const char *url, dlock__endpoint *ep, char *err, size_t err
         ep->tls = true;
         rc = parse_tcp(url + 9, ep, err, errlen);
     } else
-        rc = bad(err, errlen, "scheme must be redis://, rediss:// or unix://");
+        rc = bad_scheme(url, err, errlen);
     if (rc == DLOCK_ENOMEM && !err[0])
         snprintf(err, errlen, "out of memory");
     if (rc != DLOCK_OK)
