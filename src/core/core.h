@@ -285,8 +285,14 @@ typedef struct dlock__replicas {
 int dlock__replicas_probe(dlock__link *link, dlock__replicas *r);
 /* A ROLE reply (or its error) from the handshake or a later check: raises seen. */
 void dlock__replicas_role(dlock__replicas *r, dlock_client *c, const dlock__reply *reply);
-/* A WAIT answered: acked replicas have the write. Raises seen. */
+/* Replicas seen (ROLE) or acknowledging (WAIT): raises seen. */
 void dlock__replicas_acked(dlock__replicas *r, long long acked);
+/* More replicas than a master can have (each is a connection to it): a count above is none. */
+#define DLOCK__REPLICAS_MAX 1000000
+/* WAIT's answer (not an error): true with the replicas that have the write in *acked (raises
+ * seen); false when it is no count of replicas (not an integer from 0 to DLOCK__REPLICAS_MAX):
+ * a protocol violation, whether the write reached any replica is unknown. */
+bool dlock__replicas_wait_answer(dlock__replicas *r, const dlock__reply *reply, int *acked);
 /* How many replicas a write asks for (0: send no WAIT). */
 int dlock__replicas_asked(const dlock__replicas *r, const dlock__endpoint *ep);
 /* Whether conn.c should look at ROLE again now and then (auto, and ROLE not refused). */
