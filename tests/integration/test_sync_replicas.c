@@ -58,7 +58,7 @@ test_acquire_with_the_replica_paused_times_out_naming_0_of_1_and_holds_nothing(v
     const char *why = dlock_last_error();
     if (!strstr(why, "0 of 1 replicas acknowledged"))
         fail_msg("the error \"%s\" does not say 0 of 1 replicas acknowledged", why);
-    if (took < 1400 || took > slack_ms(2600))
+    if (took < 1400 || took > 1500 + test_prompt_ms())
         fail_msg("try_acquire(wait 1500) failed after %lld ms", (long long)took);
     assert_int_equal(redis_fixture_int(pair_master, "EXISTS unacked"), 0);
     /* each attempt waited for its WAIT: an acquire and its give-back per attempt, few */
@@ -126,10 +126,10 @@ static void test_sync_replicas_0_sends_no_wait_even_with_the_replica_paused(void
     ASSERT_OK(dlock_lock_new(c, "unsynced", &l));
     assert_int_equal(redis_fixture_pause(pair_replica), 0);
     long long waits = command_calls(pair_master, "wait");
-    int64_t start = test_now_ms();
     ASSERT_OK(dlock_lock_try_acquire(l, 0, 30000));
     ASSERT_OK(dlock_lock_release(l));
-    assert_true(test_now_ms() - start < 500); /* no WAIT held the connection */
+    /* no WAIT reached the server (a WAIT would also have made the acquire time out, the
+     * replica being paused) */
     assert_int_equal(command_calls(pair_master, "wait") - waits, 0);
     dlock_lock_free(l);
     dlock_client_free(c);

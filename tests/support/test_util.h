@@ -77,4 +77,9 @@ int64_t test_slack_ms(int64_t ms);
  * in `make bench`. */
 int64_t test_prompt_ms(void);
 
+/* watchdog_ms for a client whose leases must not be lost in a test: a lease is lost when its
+ * renewal (every watchdog_ms / 3) is late by watchdog_ms / 3 more, and on a loaded machine a
+ * renewal may be late by a second. Tests that wait whole periods stay a few seconds long. */
+#define TEST_WATCHDOG_MS 3000
+
 #endif /* DLOCK_TEST_UTIL_H */
