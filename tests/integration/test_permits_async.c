@@ -2,6 +2,7 @@
 /* test_permits_async.c — the permits tests of test_permits.c, split from it by concern: bad input;
  * the async face. Helpers: tests/support/permits_helpers.h. Every test starts its own server. */
 #include "permits_helpers.h"
+#include "wake_count.h"
 
 /* ---- bad input --------------------------------------------------------------------------- */
 
@@ -246,15 +247,18 @@ test_async_acquire_gives_the_id_to_its_callback_and_release_async_hands_it_on(vo
     run_loop_for(a.loop, 50);
     assert_int_equal(second.calls, 0);
 
+    uint64_t wakes_before = client_wakes(a.c);
     ASSERT_RC(dlock_permits_release_async(a.p, &first.id, record_done, &rel), DLOCK_OK);
     assert_int_equal(rel.calls, 0);
-    RUN_LOOP_UNTIL(a.loop, ok, second.calls > 0, test_slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok, second.calls > 0, test_prompt_ms());
     assert_true(ok);
     assert_int_equal(rel.calls, 1);
     ASSERT_RC(rel.status, DLOCK_OK);
     ASSERT_RC(second.status, DLOCK_OK);
     assert_true(rel.order < second.order);
-    ASSERT_BETWEEN(second.at_ms - rel.at_ms, 0, test_slack_ms(100));
+    ASSERT_BETWEEN(second.at_ms - rel.at_ms, 0, test_prompt_ms());
+    /* the release's message woke it, not its re-check (wake_count.h) */
+    assert_true(client_wakes(a.c) > wakes_before);
     assert_true(second.has_id);
     assert_string_not_equal(second.id.hex, first.id.hex);
     assert_int_equal(timeout_set(a.f, "{async-perm}:timeout", z, 2), 1);

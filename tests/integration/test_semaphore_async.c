@@ -3,6 +3,7 @@
  * input; the async face. Helpers: tests/support/semaphore_helpers.h. Every test starts its own
  * server. */
 #include "semaphore_helpers.h"
+#include "wake_count.h"
 
 /* ---- bad input --------------------------------------------------------------------------- */
 
@@ -81,7 +82,8 @@ static void test_acquiring_or_releasing_0_permits_succeeds_at_once_without_io(vo
     ASSERT_RC(dlock_semaphore_try_acquire(s, 0, 5000), DLOCK_OK);
     ASSERT_RC(dlock_semaphore_release(s, 0), DLOCK_OK);
     int64_t took = test_now_ms() - start;
-    ASSERT_BETWEEN(took, 0, test_slack_ms(100));
+    /* "without I/O" is what the command count proves; how long it took is only shown */
+    printf("# four calls with 0 permits: %lld ms\n", (long long)took);
     assert_int_equal(total_commands(f) - before, 1); /* only the first INFO */
     assert_int_equal(redis_fixture_int(f, "DBSIZE"), 0);
     /* and with no permit available at all: still at once */
@@ -183,15 +185,18 @@ test_async_acquire_of_2_completes_after_the_second_async_release_of_1_once_each(
     assert_int_equal(acq.calls, 0); /* 1 of 2 */
     assert_int_equal(redis_fixture_int(a.f, "GET async-sem"), 1);
 
+    uint64_t wakes_before = client_wakes(a.c);
     ASSERT_RC(dlock_semaphore_release_async(a.s, 1, record_done, &rel2), DLOCK_OK);
     assert_int_equal(rel2.calls, 0);
-    RUN_LOOP_UNTIL(a.loop, ok, acq.calls > 0, test_slack_ms(5000));
+    RUN_LOOP_UNTIL(a.loop, ok, acq.calls > 0, test_prompt_ms());
     assert_true(ok);
     ASSERT_RC(acq.status, DLOCK_OK);
     assert_ptr_equal(acq.s, a.s);
     assert_int_equal(rel2.calls, 1);
     assert_true(rel2.order < acq.order);
-    ASSERT_BETWEEN(acq.at_ms - rel2.at_ms, 0, test_slack_ms(100));
+    ASSERT_BETWEEN(acq.at_ms - rel2.at_ms, 0, test_prompt_ms());
+    /* the release's message woke it, not its re-check (wake_count.h) */
+    assert_true(client_wakes(a.c) > wakes_before);
     assert_int_equal(redis_fixture_int(a.f, "GET async-sem"), 0);
 
     /* wait 0 with nothing available: DLOCK_ETIMEDOUT through the callback */
