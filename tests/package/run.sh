@@ -3,8 +3,10 @@
 # tests/package/run.sh [SOURCE_DIR] — the packaging, proven from outside (ctest label
 # `package`).
 #
-#   1. configure, build and install dlock from SOURCE_DIR (default: this repository) into a
-#      temp prefix with `cmake --install`, and check what landed there;
+#   1. configure and build dlock from SOURCE_DIR (default: this repository) with the default
+#      prefix (/usr/local), install it into a temp prefix with `cmake --install --prefix`, and
+#      check what landed there, and that dlock.pc finds its prefix from where it lies (no
+#      configured path in it);
 #   2. build tests/package/consumer (main.c) against that prefix four ways, and run each:
 #        cmake-shared   find_package(dlock <version> EXACT) + target_link_libraries(dlock::dlock)
 #        cmake-static   the same with dlock::dlock_static
@@ -60,8 +62,8 @@ version="$major.$minor.$patch"
 echo "package: dlock $version from $src, work in $work"
 
 # ---- 1. install --------------------------------------------------------------------------
-step "configure, build, install into $prefix"
-cmake -S "$src" -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$prefix" \
+step "configure (default prefix), build, cmake --install --prefix $prefix"
+cmake -S "$src" -B "$work/build" -DCMAKE_BUILD_TYPE=Release \
     -DDLOCK_BUILD_TESTS=OFF -DDLOCK_BUILD_EXAMPLES=OFF -DDLOCK_BUILD_BENCH=OFF \
     -DDLOCK_BUILD_TOOLS=ON >"$work/configure.log" 2>&1 || {
     cat "$work/configure.log"
@@ -71,7 +73,7 @@ cmake --build "$work/build" -j "$jobs" >"$work/build.log" 2>&1 || {
     tail -50 "$work/build.log"
     fail "build"
 }
-cmake --install "$work/build" >"$work/install.log" 2>&1 || {
+cmake --install "$work/build" --prefix "$prefix" >"$work/install.log" 2>&1 || {
     cat "$work/install.log"
     fail "install"
 }
@@ -86,6 +88,26 @@ for f in "$prefix/include/dlock.h" "$prefix/include/dlock/version.h" \
     "$libdir/cmake/dlock/dlockTargets.cmake" "$prefix/bin/dlock"; do
     [ -e "$f" ] || fail "not installed: ${f#"$prefix"/}"
     echo "installed: ${f#"$prefix"/}"
+done
+
+# The prefix the build was configured with (/usr/local) is not where it was installed: dlock.pc
+# must not name it, and its paths must lead into $prefix.
+configured=$(sed -n 's/^CMAKE_INSTALL_PREFIX:PATH=//p' "$work/build/CMakeCache.txt")
+if grep -n "$configured" "$pc"; then
+    fail "dlock.pc names the configured prefix $configured, not where it was installed"
+fi
+# inside DIR TOP: DIR exists and is TOP or under it (symlinks resolved)
+inside() {
+    local dir top
+    dir=$(cd "$1" 2>/dev/null && pwd -P) || return 1
+    top=$(cd "$2" && pwd -P)
+    case "$dir/" in "$top"/*) return 0 ;; esac
+    return 1
+}
+for variable in prefix libdir includedir; do
+    where=$(PKG_CONFIG_PATH="$(dirname "$pc")" pkg-config --variable="$variable" dlock)
+    inside "$where" "$prefix" || fail "dlock.pc: $variable=$where is not inside $prefix"
+    echo "dlock.pc $variable = $where"
 done
 
 # ---- 3a. versions the package states ------------------------------------------------------
