@@ -3,10 +3,11 @@
  *
  * $DLOCK_REDISSON_CLI names the launcher of the Redisson 3.52.0 command-line client (its
  * README: every subcommand, the output lines "<epoch_ms> <tag> <event> key=value ..." and
- * the exit codes). Without it, or if it is not executable, every interop test is skipped
- * and says why. A peer is one JVM process started with posix_spawn on the fixture's TCP
- * port (Redisson cannot use unix sockets here), its stdout in a file of the fixture's
- * directory that the test polls; it is killed and reaped by its pid when the test ends.
+ * the exit codes). Without it, or if it is not executable, every interop program prints
+ * why and exits REDISSON_SKIPPED, which ctest reports as skipped. A peer is one JVM process started
+ * with posix_spawn on the fixture's TCP port (Redisson cannot use unix sockets here), its stdout in
+ * a file of the fixture's directory that the test polls; it is killed and reaped by its pid when
+ * the test ends.
  *
  * Only the interop programs include this header; the functions are static inline so each
  * program takes what it uses. */
@@ -52,6 +53,22 @@ static inline const char *redisson_cli(char *why, size_t size) {
     return cli;
 }
 
+/* The exit status of a program that did not run: ctest reports it as skipped, not passed
+ * (SKIP_RETURN_CODE of the interop tests, tests/CMakeLists.txt). */
+#define REDISSON_SKIPPED 77
+
+/* For main(): true, having printed why, when the Redisson client is not there; main then
+ * returns REDISSON_SKIPPED before any test runs. */
+static inline bool redisson_absent(void) {
+    char why[512];
+    if (redisson_cli(why, sizeof(why)))
+        return false;
+    printf("skipped: %s; set it to the redisson-cli launcher (README, \"Redisson interop "
+           "tests\")\n",
+           why);
+    return true;
+}
+
 /* Skips the running test (cmocka skip()) unless the Redisson client is there. */
 #define SKIP_WITHOUT_REDISSON()                                                                    \
     do {                                                                                           \
@@ -71,21 +88,25 @@ static inline redis_fixture *start_tcp_server(void) {
     return f;
 }
 
-/* Starts `redisson-cli --port P --tag TAG [--watchdog MS] ARGS...` (args NULL-terminated;
- * watchdog_ms 0: Redisson's default). */
-static inline void rj_start(rj_peer *p, redis_fixture *f, const char *tag, int64_t watchdog_ms,
-                            const char *const *args) {
-    char why[512], port[16], watchdog[24];
+/* Starts `redisson-cli WHERE... --tag TAG [--watchdog MS] ARGS...`, its output in
+ * DIR/java-TAG.log (where: the server or topology options, args: the command; both
+ * NULL-terminated; watchdog_ms 0: Redisson's default). */
+static inline void rj_start_at(rj_peer *p, const char *dir, const char *tag, int64_t watchdog_ms,
+                               const char *const *where, const char *const *args) {
+    char why[512], watchdog[24];
     const char *cli = redisson_cli(why, sizeof(why));
     assert_non_null(cli);
     memset(p, 0, sizeof(*p));
     p->status = -1;
     snprintf(p->tag, sizeof(p->tag), "%s", tag);
-    snprintf(p->log, sizeof(p->log), "%s/java-%s.log", redis_fixture_dir(f), tag);
-    snprintf(port, sizeof(port), "%d", redis_fixture_port(f));
+    snprintf(p->log, sizeof(p->log), "%s/java-%s.log", dir, tag);
     snprintf(watchdog, sizeof(watchdog), "%lld", (long long)watchdog_ms);
-    const char *argv[PEER_ARGS_MAX] = {cli, "--port", port, "--tag", tag};
-    int n = 5;
+    const char *argv[PEER_ARGS_MAX] = {cli};
+    int n = 1;
+    for (; *where && n < PEER_ARGS_MAX - 1; where++)
+        argv[n++] = *where;
+    argv[n++] = "--tag";
+    argv[n++] = tag;
     if (watchdog_ms > 0) {
         argv[n++] = "--watchdog";
         argv[n++] = watchdog;
@@ -105,6 +126,15 @@ static inline void rj_start(rj_peer *p, redis_fixture *f, const char *tag, int64
     posix_spawn_file_actions_destroy(&fa);
     if (rc != 0)
         fail_msg("posix_spawn %s: %s", cli, strerror(rc));
+}
+
+/* The same on one server, the fixture's TCP port (`--port P`). */
+static inline void rj_start(rj_peer *p, redis_fixture *f, const char *tag, int64_t watchdog_ms,
+                            const char *const *args) {
+    char port[16];
+    snprintf(port, sizeof(port), "%d", redis_fixture_port(f));
+    rj_start_at(p, redis_fixture_dir(f), tag, watchdog_ms,
+                (const char *const[]){"--port", port, NULL}, args);
 }
 
 /* The first line of p's output that has " <tag> <event>", copied to line; false if none. */

@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: MIT */
+/* redisson_topology.h — the scenes a dlock client and real Redisson peers (redisson-cli,
+ * redisson_peer.h) play on one name of a topology: a Redis Cluster
+ * (test_redisson_cluster.c) or a master under Sentinel (test_redisson_sentinel.c).
+ *
+ *   redisson_holds_dlock_waits  a Redisson lock keeps dlock out; dlock's waiter subscribes
+ *                               (where the topology says) and is woken by Redisson's unlock
+ *   dlock_holds_redisson_waits  the other way round
+ *   semaphore_both_ways         a Redisson permit keeps dlock out and its release wakes
+ *                               dlock; a dlock permit keeps Redisson out and its release
+ *                               wakes Redisson; the permits come back exactly
+ *
+ * "Woken" is proven, not assumed from a short wait: each wait would otherwise end much
+ * later than the bound it is given. A lock's waiter that misses the message retries only
+ * when the holder's TTL runs out (Redisson's watchdog keeps 20-30 s; dlock's hold here has
+ * a 60 s lease), beyond its wait; a semaphore has no TTL, so a missed message means a
+ * timeout.
+ *
+ * Only the interop programs include this header; the functions are static inline. */
+#ifndef DLOCK_TEST_REDISSON_TOPOLOGY_H
+#define DLOCK_TEST_REDISSON_TOPOLOGY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "dlock.h"
+#include "harness.h"
+#include "redisson_peer.h"
+
+/* A lock's wait: shorter than a Redisson holder's TTL at its unlock (its watchdog keeps
+ * 20-30 s of the default 30 s), longer than any delay of the peer's unlock. */
+#define TOPO_WAIT_MS 25000
+/* How long a Redisson holder keeps the lock or permit: time for dlock's waiter to subscribe. */
+#define TOPO_HOLD_MS "8000"
+#define TOPO_LINE_MAX 1024
+
+typedef struct rj_topology {
+    dlock_client *c;          /* dlock's client of the topology */
+    const char *dir;          /* where the peers' logs go */
+    const char *const *where; /* the redisson-cli options that name the topology */
+    /* whether a client is subscribed, where the topology publishes, to a channel of the
+     * object `name` (Redisson's channels, and dlock's, carry "{name}") */
+    bool (*subscribed)(void *arg, const char *name);
+    void *arg;
+} rj_topology;
+
+/* Lines the peers must print within: a JVM start plus Redisson's connect on a busy box. */
+static inline int64_t topo_peer_ms(int64_t ms) {
+    return test_slack_ms(ms + 10000);
+}
+
+/* Waits (generously) until someone is subscribed to name's channels, or `unless` (may be
+ * NULL) has printed `event` (the wait no longer matters then). True if subscribed. */
+static inline bool topo_await_subscriber(const rj_topology *t, const char *name, rj_peer *unless,
+                                         const char *event) {
+    char line[TOPO_LINE_MAX];
+    int64_t until = test_now_ms() + topo_peer_ms(0);
+    while (test_now_ms() < until) {
+        if (t->subscribed(t->arg, name))
+            return true;
+        if (unless && rj_find(unless, event, line, sizeof(line)))
+            return false;
+        test_sleep_ms(10);
+    }
+    return false;
+}
+
+/* A dlock acquire on its own thread, released there (a hold belongs to its thread). */
+typedef struct topo_acquire {
+    dlock_lock *l;
+    int64_t wait_ms;
+    long long done_wall_ms; /* wall clock when the acquire returned */
+    int release_rc;
+} topo_acquire;
+
+static inline int topo_acquire_run(void *arg) {
+    topo_acquire *a = arg;
+    int rc = dlock_lock_try_acquire(a->l, a->wait_ms, 60000);
+    a->done_wall_ms = wall_ms();
+    a->release_rc = rc == DLOCK_OK ? dlock_lock_release(a->l) : rc;
+    return rc;
+}
+
+static inline void topo_redisson_holds_dlock_waits(const rj_topology *t, const char *name) {
+    char line[TOPO_LINE_MAX];
+    rj_peer j;
+    rj_start_at(&j, t->dir, "HOLDER", 0, t->where,
+                (const char *const[]){"lock", name, TOPO_HOLD_MS, NULL});
+    rj_wait_line(&j, "acquired", topo_peer_ms(0), line, sizeof(line));
+    dlock_lock *l = NULL;
+    ASSERT_RC(dlock_lock_new(t->c, name, &l), DLOCK_OK);
+    ASSERT_RC(dlock_lock_try_acquire(l, 0, 60000), DLOCK_ETIMEDOUT); /* Redisson holds it */
+
+    topo_acquire a = {.l = l, .wait_ms = TOPO_WAIT_MS};
+    blocking_call bc;
+    blocking_call_start(&bc, topo_acquire_run, &a);
+    bool subscribed = topo_await_subscriber(t, name, &j, "unlocking");
+    int rc = blocking_call_join(&bc);
+    if (!subscribed)
+        fail_msg("dlock's waiter on %s never showed on the topology's pub/sub before Redisson "
+                 "let go (see %s)",
+                 name, j.log);
+    ASSERT_RC(rc, DLOCK_OK); /* woken: the holder's TTL was 20 s or more at its unlock */
+    assert_int_equal(rj_wait_exit(&j, topo_peer_ms(0)), 0);
+    assert_true(rj_find(&j, "unlocking", line, sizeof(line)));
+    long long unlocking = rj_epoch_ms(line);
+    printf("# %s: dlock got it %lld ms after Redisson's unlock began\n", name,
+           a.done_wall_ms - unlocking);
+    assert_true(a.done_wall_ms >= unlocking); /* not before Redisson let go */
+    ASSERT_RC(a.release_rc, DLOCK_OK);
+    rj_stop(&j);
+    dlock_lock_free(l);
+}
+
+static inline void topo_dlock_holds_redisson_waits(const rj_topology *t, const char *name) {
+    char line[TOPO_LINE_MAX];
+    dlock_lock *l = NULL;
+    ASSERT_RC(dlock_lock_new(t->c, name, &l), DLOCK_OK);
+    ASSERT_RC(dlock_lock_try_acquire(l, 0, 60000), DLOCK_OK); /* a 60 s lease */
+    rj_peer j;
+    rj_start_at(&j, t->dir, "WAITER", 0, t->where,
+                (const char *const[]){"trylock", name, "30000", "-1", "0", NULL});
+    rj_wait_line(&j, "trylock-begin", topo_peer_ms(0), line, sizeof(line));
+    if (!topo_await_subscriber(t, name, NULL, NULL))
+        fail_msg("Redisson's waiter on %s never subscribed (see %s)", name, j.log);
+    assert_false(rj_find(&j, "acquired", line, sizeof(line))); /* dlock holds it */
+    long long released = wall_ms();
+    ASSERT_RC(dlock_lock_release(l), DLOCK_OK);
+    /* woken: without the message it would wait for the 60 s lease, past its 30 s */
+    assert_int_equal(rj_wait_exit(&j, topo_peer_ms(30000)), 0);
+    assert_true(rj_find(&j, "acquired", line, sizeof(line)));
+    printf("# %s: Redisson got it %lld ms after dlock's release\n", name,
+           rj_epoch_ms(line) - released);
+    assert_true(rj_epoch_ms(line) >= released);
+    rj_stop(&j);
+    dlock_lock_free(l);
+}
+
+static inline void topo_semaphore_both_ways(const rj_topology *t, const char *name) {
+    char line[TOPO_LINE_MAX];
+    dlock_semaphore *s = NULL;
+    ASSERT_RC(dlock_semaphore_new(t->c, name, &s), DLOCK_OK);
+    bool set = false;
+    ASSERT_RC(dlock_semaphore_try_set_permits(s, 1, &set), DLOCK_OK);
+    assert_true(set);
+
+    /* Redisson takes the one permit: dlock is kept out, then woken by its release */
+    rj_peer a;
+    rj_start_at(&a, t->dir, "SEM-A", 0, t->where,
+                (const char *const[]){"semaphore", name, "-1", "1", TOPO_HOLD_MS, NULL});
+    rj_wait_line(&a, "acquired", topo_peer_ms(0), line, sizeof(line));
+    ASSERT_RC(dlock_semaphore_try_acquire(s, 1, 0), DLOCK_ETIMEDOUT);
+    ASSERT_RC(dlock_semaphore_try_acquire(s, 1, TOPO_WAIT_MS), DLOCK_OK);
+    assert_int_equal(rj_wait_exit(&a, topo_peer_ms(0)), 0);
+
+    /* dlock holds it: Redisson waits, and is woken by dlock's release */
+    rj_peer b;
+    rj_start_at(&b, t->dir, "SEM-B", 0, t->where,
+                (const char *const[]){"semaphore", name, "-1", "1", "0", "30000", NULL});
+    rj_wait_line(&b, "acquire-begin", topo_peer_ms(0), line, sizeof(line));
+    if (!topo_await_subscriber(t, name, NULL, NULL))
+        fail_msg("Redisson's semaphore waiter on %s never subscribed (see %s)", name, b.log);
+    assert_false(rj_find(&b, "acquired", line, sizeof(line)));
+    ASSERT_RC(dlock_semaphore_release(s, 1), DLOCK_OK);
+    assert_int_equal(rj_wait_exit(&b, topo_peer_ms(30000)), 0); /* 1: it timed out */
+    assert_true(rj_find(&b, "acquired", line, sizeof(line)));
+
+    int64_t available = -1;
+    ASSERT_RC(dlock_semaphore_available(s, &available), DLOCK_OK);
+    assert_int_equal(available, 1);
+    rj_stop(&a);
+    rj_stop(&b);
+    dlock_semaphore_free(s);
+}
+
+#endif
