@@ -45,8 +45,12 @@ typedef struct dlock_options {
     int64_t timeout_ms;         /* 3000: reply timeout per command */
     int64_t connect_timeout_ms; /* 10000 */
     int retry_attempts;         /* 3: resends of a command whose connection dropped, when safe */
-    int64_t retry_delay_ms;     /* 1000 (1..3600000, jittered): every reconnect waits; doubled
-                                   up to 8x */
+    int64_t retry_delay_ms;     /* 1000 (1..3600000): the longest wait between reconnect
+                                   attempts. The first reconnect after a drop is at once;
+                                   each further failure in a row (a connection that drops
+                                   within a second of being made counts) waits 10 ms doubling
+                                   up to this, jittered over its upper half; while the client
+                                   holds watchdog leases, at most watchdog_ms/3 */
     int64_t fair_wait_ms;       /* 5000: how long a silent fair-lock waiter keeps its place */
     /* NULL: no logging. Called by the thread that runs the client's loop code at the time:
      * the loop thread, or (blocking face) a thread starting its own call while the I/O

@@ -414,6 +414,12 @@ typedef struct dlock__renew {
 } dlock__renew;
 
 void dlock__renew_init(dlock__renew *r, dlock_client *c);
+/* The shortest lease the watchdog keeps or is about to keep (an acquire in flight), 0 when
+ * it keeps none; each is watchdog_ms long. The links' reconnect backoff stays below a third
+ * of it (link.c). Inline, as a field read: the transport may not call up into renew.c. */
+static inline int64_t dlock__renew_shortest_lease_ms(const dlock__renew *r, int64_t watchdog_ms) {
+    return r->held_head || r->pending ? watchdog_ms : 0;
+}
 void dlock__renew_close(dlock__renew *r, dlock_client *c); /* forgets every lease, no callback */
 /* Renews every held lease now, not at the next tick (the client landed on a new master). */
 void dlock__renew_now(dlock_client *c);

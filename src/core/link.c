@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* link.c — one connection to Redis: connect (TCP or unix, plain or TLS) within
  * connect_timeout_ms, the handshake (AUTH, SELECT, whatever the owner adds: the script
- * loads), reply dispatch, and reconnect after a drop with capped, jittered exponential
- * backoff.
+ * loads), reply dispatch, and reconnect after a drop: the first at once, then with capped,
+ * jittered exponential backoff (backoff_ms).
  *
  * The command connection (conn.c) and the subscriber connection (pubsub.c) are both links;
  * they only say what to do when the link becomes ready, when it goes down, and (the
@@ -31,24 +31,50 @@
 
 #include "core.h"
 
-/* Backoff after k consecutive failed attempts: retry_delay_ms * 2^(k-1), at most 8x, then
- * a random point in its upper half so that many clients cut off together do not come
- * back together. Every reconnect waits for it, the first after a drop too: a server that
- * accepts a connection and drops it once it is used (a refused SUBSCRIBE, a proxy whose
- * backend is down) would otherwise be reconnected to in a tight loop. */
+/* The reconnect schedule. The first reconnect after a drop is at once: a connection killed
+ * or reset once is most likely back at the first try, and a waiter or a renewal should not
+ * pay for a fault that is already over. Each further consecutive failure waits a step of
+ * BACKOFF_BASE_MS doubling (10, 20, 40, ... ms) up to the longest step, and of each step a
+ * random point in its upper half, so that many clients cut off together do not come back
+ * together.
+ *
+ * The longest step is retry_delay_ms, and while the client holds leases the watchdog keeps
+ * at most a third of the shortest of them: a lease is renewed every third of its time, so
+ * a link that waits longer than that for its next attempt may let a lease run out while
+ * the server is fine (a server killing connections every few hundred ms).
+ *
+ * A tight loop cannot come of it: a server that accepts a connection and drops it as soon
+ * as it is used (a proxy whose backend is down) fails each attempt in turn, and so does a
+ * link that drops within STABLE_MS of becoming ready: the failures add up and the steps
+ * grow; only a link that stayed up that long starts again from the immediate attempt. A
+ * server that drops everything sees an attempt per longest step (one a second by default),
+ * one that drops each connection after a while at most one a second. STABLE_MS is one
+ * second whatever retry_delay_ms says: a connection that served for a second and was then
+ * killed comes back at once however long the user lets the steps grow. */
+#define BACKOFF_BASE_MS 10
+#define STABLE_MS 1000
+#define FAILURES_MAX 40 /* BACKOFF_BASE_MS << 38 passes any retry_delay_ms */
+
+static int64_t longest_step_ms(const dlock__link *link) {
+    const dlock_client *c = link->client;
+    int64_t longest = c->opts.retry_delay_ms;
+    int64_t lease = dlock__renew_shortest_lease_ms(&c->renew, c->opts.watchdog_ms);
+    if (lease > 0 && lease / 3 < longest)
+        longest = lease / 3 > 0 ? lease / 3 : 1;
+    return longest;
+}
+
+/* The delay before the next attempt, after link->failures consecutive failures (>= 1). */
 static int64_t backoff_ms(const dlock__link *link) {
-    int64_t base = link->client->opts.retry_delay_ms;
-    int shift = link->failures - 1 < 3 ? link->failures - 1 : 3;
-    int64_t d = base << shift;
+    if (link->failures <= 1)
+        return 0;
+    int64_t longest = longest_step_ms(link);
+    int64_t d = (int64_t)BACKOFF_BASE_MS << (link->failures - 2);
+    if (d > longest)
+        d = longest;
     if (d <= 1)
         return d;
     return d / 2 + (int64_t)(dlock__random_u64() % (uint64_t)(d / 2 + 1));
-}
-
-/* How long a ready link must stay up before its drop counts as a first failure again:
- * the longest backoff. A link that drops sooner keeps climbing the backoff. */
-static int64_t stable_ms(const dlock__link *link) {
-    return link->client->opts.retry_delay_ms << 3;
 }
 
 static void set_error(dlock__link *link, int err, const char *why) {
@@ -76,7 +102,7 @@ static void drop_connection(dlock__link *link) {
 /* An attempt failed (refused, timed out, handshake refused), or a ready link dropped:
  * tear it down and reconnect after the backoff. */
 static void attempt_failed(dlock__link *link, int err, const char *why) {
-    if (link->failures < 4) /* the backoff stops growing at the fourth */
+    if (link->failures < FAILURES_MAX) /* the steps stopped growing long before */
         link->failures++;
     set_error(link, err, why);
     dlock__log(link->client, DLOCK_LOG_WARN, "%s", link->last_error_text);
@@ -90,7 +116,7 @@ static void attempt_failed(dlock__link *link, int err, const char *why) {
 void dlock__link_fail(dlock__link *link, int err, const char *why) {
     if (link->state == LINK_CLOSED || link->state == LINK_BACKOFF || link->state == LINK_IDLE)
         return;
-    if (link->state == LINK_READY && dlock__now_ms() - link->ready_ms >= stable_ms(link))
+    if (link->state == LINK_READY && dlock__now_ms() - link->ready_ms >= STABLE_MS)
         link->failures = 0; /* it had proven itself: start the backoff from its first step */
     attempt_failed(link, err, why);
 }
