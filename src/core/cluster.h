@@ -67,17 +67,24 @@ void dlock__cluster_start(dlock__cluster *cl);
 void dlock__cluster_close(dlock__cluster *cl);
 void dlock__cluster_free(dlock__cluster *cl); /* after close; NULL: no-op */
 
-/* The command connection of the master that serves slot (-1: any key, the node of slot 0).
- * Before the first map, a seed's. Never NULL on an open cluster. */
+/* Queues a new command (dlock__command's contract) for the master of req->slot (-1: any
+ * master), connecting to it if nothing did yet; a slot no master serves parks it until one
+ * does or it gives up (DLOCK_ECONN, the op's text naming the slot). DLOCK_ECLOSED, ENOMEM. */
+int dlock__cluster_enqueue(dlock__cluster *cl, const dlock__cmd_request *req, int argc,
+                           const char *const *argv, const size_t *argvlen);
+/* The command connection of the master that serves slot (-1: any master), or for a slot
+ * none serves some node's: what the watchdog groups renewals by. Never NULL on an open
+ * cluster. */
 dlock__conn *dlock__cluster_conn(dlock__cluster *cl, int slot);
-/* The shard subscriber of that master, made on first use (its channels move with their
+/* The shard subscriber of that node, made on first use (its channels move with their
  * slots, pubsub.c). NULL on ENOMEM. */
 dlock__pubsub *dlock__cluster_sub(dlock__cluster *cl, int slot);
 /* The first seed's "host:port" (the client's endpoint key). */
 const char *dlock__cluster_seed(const dlock__cluster *cl);
 /* Why the latest seed or node failed, for dlock_client_new's error text. */
 const char *dlock__cluster_error_text(const dlock__cluster *cl);
-/* The address of the master that serves slot, "not connected" before the first map. */
+/* The address of the master that serves slot, "not connected" before the first map, "no
+ * master (slot N)" while the map has none for it. */
 const char *dlock__cluster_node_of(dlock__cluster *cl, int slot, char *buf, size_t size);
 
 #endif

@@ -66,9 +66,10 @@ struct dlock__cmd {
     int nkeys;     /* scripts: how many of args are keys */
     bool use_eval; /* the server said NOSCRIPT: send the script's text */
     int sends;
-    int slot;      /* in a Cluster: the slot of its keys; -1 any node */
-    int redirects; /* sends a node did not run */
-    bool asking;   /* its next send goes behind ASKING */
+    int slot;          /* in a Cluster: the slot of its keys; -1 any node */
+    int redirects;     /* sends a node did not run */
+    bool asking;       /* its next send goes behind ASKING */
+    char *not_run_why; /* what the node said the last time it did not run it; NULL never */
     int64_t give_up_ms;
     int argc;
     size_t *argvlen;
@@ -188,6 +189,7 @@ static void finish_acked(dlock_client *c, dlock__cmd *cmd, int status, const red
         cmd->fn(c, status, reply, cmd->sends, cmd->arg);
     }
     reply_copy_free(cmd->held);
+    dlock__free(cmd->not_run_why);
     dlock__free(cmd);
 }
 
@@ -210,6 +212,16 @@ static int link_status(const dlock__conn *conn) {
     if (conn->closing)
         return DLOCK_ECANCELED;
     return permanent(conn->link.last_error) ? conn->link.last_error : DLOCK_ECONN;
+}
+
+/* A command of a Cluster node's connection fails because of that connection: an op's error
+ * text quotes the client's command link (op_error.c), which a Cluster client never opens,
+ * so the node's reason ("command connection to host:port: Connection refused") goes there. */
+static void note_node_failure(dlock__conn *conn, int status) {
+    dlock__link *own = &conn->link.client->conn.link;
+    if (&conn->link != own && status != DLOCK_ECANCELED && conn->link.last_error_text[0])
+        snprintf(own->last_error_text, sizeof(own->last_error_text), "%s",
+                 conn->link.last_error_text);
 }
 
 /* ---- sending ---------------------------------------------------------------------------- */
@@ -448,6 +460,11 @@ static bool not_run(const dlock__conn *conn, const redisReply *reply) {
 static void place_again(dlock__conn *conn, dlock__cmd *cmd, const redisReply *why) {
     cmd->sends--;
     cmd->redirects++;
+    char *text = dlock__strdup(why->str);
+    if (text) { /* else the previous reason stands: it only names a failure */
+        dlock__free(cmd->not_run_why);
+        cmd->not_run_why = text;
+    }
     if (conn->on_redirect) {
         conn->on_redirect(conn, cmd, why);
         return;
@@ -543,6 +560,7 @@ static void on_deadline(dlock__timer *t, void *arg) {
     }
     while (conn->pending.head && now >= conn->pending.head->give_up_ms) {
         dlock__cmd *cmd = dlock__cmd_queue_pop(&conn->pending);
+        note_node_failure(conn, link_status(conn));
         finish(conn, cmd, link_status(conn), NULL);
     }
     arm_deadline(conn);
@@ -610,10 +628,12 @@ static void on_down(dlock__link *link, int err) {
     while ((cmd = dlock__cmd_queue_pop(&lost))) {
         bool may_retry = (cmd->flags & DLOCK__CMD_RETRY_SAFE) &&
                          cmd->sends <= c->opts.retry_attempts && !conn->closing;
-        if (may_retry)
+        if (may_retry) {
             dlock__cmd_queue_push(&retry, cmd);
-        else
+        } else {
+            note_node_failure(conn, conn->closing ? DLOCK_ECANCELED : DLOCK_ECONN);
             finish(conn, cmd, conn->closing ? DLOCK_ECANCELED : DLOCK_ECONN, NULL);
+        }
     }
     if (retry.head) {
         retry.tail->next = conn->pending.head;
@@ -625,6 +645,7 @@ static void on_down(dlock__link *link, int err) {
     if (permanent(err)) {
         /* The server will keep refusing until someone fixes the credentials or the ACL: do
          * not make callers wait for their give-up time. */
+        note_node_failure(conn, err);
         while ((cmd = dlock__cmd_queue_pop(&conn->pending)))
             finish(conn, cmd, err, NULL);
     }
@@ -659,11 +680,8 @@ void dlock__conn_close(dlock__conn *conn) {
 
 /* ---- queueing --------------------------------------------------------------------------- */
 
-int dlock__conn_enqueue(dlock__conn *conn, const dlock__cmd_request *req, int argc,
-                        const char *const *argv, const size_t *argvlen) {
-    dlock_client *c = conn->link.client;
-    if (conn->closing || atomic_load(&c->closing))
-        return DLOCK_ECLOSED;
+int dlock__cmd_new(dlock_client *c, const dlock__cmd_request *req, int argc,
+                   const char *const *argv, const size_t *argvlen, dlock__cmd **out) {
     size_t bytes = sizeof(dlock__cmd) + (size_t)argc * (sizeof(char *) + sizeof(size_t));
     for (int i = 0; i < argc; i++)
         bytes += argvlen[i] + 1;
@@ -692,8 +710,20 @@ int dlock__conn_enqueue(dlock__conn *conn, const dlock__cmd_request *req, int ar
         bytes_at += argvlen[i] + 1;
     }
     cmd->give_up_ms = dlock__now_ms() + c->opts.timeout_ms * (c->opts.retry_attempts + 1);
-    dlock__conn_adopt(conn, cmd, false);
+    *out = cmd;
     return DLOCK_OK;
+}
+
+int dlock__conn_enqueue(dlock__conn *conn, const dlock__cmd_request *req, int argc,
+                        const char *const *argv, const size_t *argvlen) {
+    dlock_client *c = conn->link.client;
+    if (conn->closing || atomic_load(&c->closing))
+        return DLOCK_ECLOSED;
+    dlock__cmd *cmd;
+    int rc = dlock__cmd_new(c, req, argc, argv, argvlen, &cmd);
+    if (rc == DLOCK_OK)
+        dlock__conn_adopt(conn, cmd, false);
+    return rc;
 }
 
 void dlock__conn_adopt(dlock__conn *conn, dlock__cmd *cmd, bool asking) {
@@ -727,4 +757,8 @@ int64_t dlock__cmd_give_up_ms(const dlock__cmd *cmd) {
 
 int dlock__cmd_redirects(const dlock__cmd *cmd) {
     return cmd->redirects;
+}
+
+const char *dlock__cmd_not_run_why(const dlock__cmd *cmd) {
+    return cmd->not_run_why;
 }

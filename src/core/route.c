@@ -45,7 +45,9 @@ int dlock__command(dlock_client *c, unsigned flags, dlock__reply_fn fn, void *ar
                               .fn = fn,
                               .deadline_ms = INT64_MAX,
                               .arg = arg};
-    return dlock__conn_enqueue(conn_for(c, req.slot), &req, argc, argv, argvlen);
+    if (c->cluster)
+        return dlock__cluster_enqueue(c->cluster, &req, argc, argv, argvlen);
+    return dlock__conn_enqueue(&c->conn, &req, argc, argv, argvlen);
 }
 
 static int script_request(dlock_client *c, dlock__cmd_request *req, int nargs,
@@ -54,7 +56,9 @@ static int script_request(dlock_client *c, dlock__cmd_request *req, int nargs,
         req->nkeys > nargs)
         return DLOCK_EINVAL;
     req->slot = req->nkeys > 0 ? slot_of(c, args[0], argslen[0]) : -1;
-    return dlock__conn_enqueue(conn_for(c, req->slot), req, nargs, args, argslen);
+    if (c->cluster)
+        return dlock__cluster_enqueue(c->cluster, req, nargs, args, argslen);
+    return dlock__conn_enqueue(&c->conn, req, nargs, args, argslen);
 }
 
 int dlock__script(dlock_client *c, enum dlock__script_id script, unsigned flags, dlock__reply_fn fn,

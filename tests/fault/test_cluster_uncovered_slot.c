@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/* test_cluster_uncovered_slot.c — a slot that no master serves, on a real 6-node cluster
+ * (CLUSTER DELSLOTS on every node), is a passing state for a redis-cluster:// client:
+ *   - a call on a key of that slot waits for a master within its command's give-up time,
+ *     and succeeds when the slot is assigned again meanwhile;
+ *   - when the time is up it fails with DLOCK_ECONN and a text that names the slot;
+ *   - a call on another slot, which the nodes refuse with CLUSTERDOWN while coverage is
+ *     incomplete (cluster-require-full-coverage yes), fails quoting CLUSTERDOWN;
+ *   - once the slot has its master again, the same client works on it.
+ * (The client answered DLOCK_ECLOSED, "client or handle is closed", and kept doing so after
+ * the cluster was whole again; every failure read "Redis connection failed".)
+ * One cluster for the file; the test leaves every slot assigned as it found it. */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <hiredis/hiredis.h>
+
+#include "client_node.h"
+#include "cluster.h"
+#include "cluster_fixture.h"
+#include "core_call.h"
+#include "dlock.h"
+#include "harness.h"
+#include "test_util.h"
+
+static cluster_fixture *fx;
+
+static int group_setup(void **state) {
+    (void)state;
+    test_watchdog_arm(180, "test_cluster_uncovered_slot");
+    return cluster_fixture_start(NULL, &fx);
+}
+
+static int group_teardown(void **state) {
+    (void)state;
+    cluster_fixture_stop(fx);
+    test_watchdog_disarm();
+    return 0;
+}
+
+static dlock_client *client_with(int64_t timeout_ms, int retries) {
+    char url[512];
+    snprintf(url, sizeof(url), "redis-cluster://%s", cluster_fixture_hosts(fx));
+    dlock_options o;
+    dlock_options_init(&o);
+    o.url = url;
+    o.timeout_ms = timeout_ms;
+    o.retry_attempts = retries;
+    o.retry_delay_ms = TEST_RETRY_DELAY_MS;
+    dlock_client *c = NULL;
+    int rc = dlock_client_new(&o, &c);
+    if (rc != DLOCK_OK)
+        fail_msg("dlock_client_new: %s: %s", dlock_err_name(rc), dlock_last_error());
+    return c;
+}
+
+static void on_every_node(const char *fmt, int slot) {
+    for (int i = 0; i < CLUSTER_FIXTURE_NODES; i++) {
+        redisReply *r = redis_fixture_cmd(cluster_fixture_node(fx, i), fmt, slot);
+        if (!r || r->type == REDIS_REPLY_ERROR)
+            fail_msg("node %d: %s: %s", i, fmt, r ? r->str : "no reply");
+        freeReplyObject(r);
+    }
+}
+
+/* Polls until the client's map says `key`'s slot has no master (want_none) or has one. The
+ * map is read when a call needs it: each round makes one on l (key's lock), whatever its
+ * outcome. */
+static void wait_client_map(dlock_client *c, dlock_lock *l, const char *key, bool want_none) {
+    char answer[300];
+    bool seen = false;
+    for (int64_t until = test_now_ms() + test_slack_ms(10000); !seen;) {
+        if (dlock_lock_try_acquire(l, 0, 30000) == DLOCK_OK)
+            ASSERT_OK(dlock_lock_release(l));
+        client_node_of(c, key, answer, sizeof(answer));
+        seen = (strncmp(answer, "no master", 9) == 0) == want_none;
+        if (!seen && test_now_ms() >= until)
+            fail_msg("the client's map says %s for %s", answer, key);
+        if (!seen)
+            test_sleep_ms(20);
+    }
+}
+
+/* A key on another master than `avoid`'s slot's. */
+static void key_elsewhere(int avoid_node, char *key, size_t size) {
+    for (int i = 0;; i++) {
+        snprintf(key, size, "elsewhere-%d", i);
+        int node = cluster_fixture_node_of_key(fx, key);
+        if (node >= 0 && node != avoid_node)
+            return;
+    }
+}
+
+typedef struct acquire_call {
+    dlock_lock *l;
+    pthread_t thread;
+    int rc, release_rc;
+    char text[512];
+} acquire_call;
+
+/* Acquires, then releases (a lock is its thread's). */
+static void *acquire_main(void *arg) {
+    acquire_call *a = arg;
+    a->rc = dlock_lock_try_acquire(a->l, 0, 30000);
+    snprintf(a->text, sizeof(a->text), "%s", dlock_last_error());
+    a->release_rc = a->rc == DLOCK_OK ? dlock_lock_release(a->l) : DLOCK_OK;
+    return NULL;
+}
+
+static void test_a_slot_without_a_master_waits_then_names_the_slot_and_heals(void **state) {
+    (void)state;
+    test_watchdog_arm(150, __func__);
+    const char *key = "uncovered";
+    int slot = dlock__slot_of(key, strlen(key));
+    int owner = cluster_fixture_node_of_slot(fx, slot);
+    assert_true(owner >= 0);
+    char other[32];
+    key_elsewhere(owner, other, sizeof(other));
+
+    /* a give-up time of 1 s: the failures below come soon */
+    dlock_client *quick = client_with(500, 1);
+    dlock_lock *l, *elsewhere;
+    ASSERT_OK(dlock_lock_new(quick, key, &l));
+    ASSERT_OK(dlock_lock_new(quick, other, &elsewhere));
+    ASSERT_OK(dlock_lock_try_acquire(l, 0, 30000)); /* the slot's master is known */
+    ASSERT_OK(dlock_lock_release(l));
+
+    on_every_node("CLUSTER DELSLOTS %d", slot);
+    wait_client_map(quick, l, key, true);
+
+    int rc = dlock_lock_try_acquire(l, 0, 30000);
+    char want[64];
+    snprintf(want, sizeof(want), "slot %d has no master", slot);
+    if (rc != DLOCK_ECONN || !strstr(dlock_last_error(), want))
+        fail_msg("%s: %s", dlock_err_name(rc), dlock_last_error());
+    rc = dlock_lock_try_acquire(elsewhere, 0, 30000);
+    if (rc != DLOCK_ECONN || !strstr(dlock_last_error(), "CLUSTERDOWN"))
+        fail_msg("elsewhere: %s: %s", dlock_err_name(rc), dlock_last_error());
+
+    /* a call with the default give-up time (12 s) waits for the slot's master */
+    dlock_client *patient = client_with(3000, 3);
+    acquire_call a = {0};
+    ASSERT_OK(dlock_lock_new(patient, key, &a.l));
+    assert_int_equal(pthread_create(&a.thread, NULL, acquire_main, &a), 0);
+    test_sleep_ms(300); /* most likely parked by now; if not, it must succeed all the same */
+    redisReply *r = redis_fixture_cmd(cluster_fixture_node(fx, owner), "CLUSTER ADDSLOTS %d", slot);
+    assert_non_null(r);
+    assert_int_not_equal(r->type, REDIS_REPLY_ERROR);
+    freeReplyObject(r);
+    pthread_join(a.thread, NULL);
+    if (a.rc != DLOCK_OK)
+        fail_msg("the waiting call: %s: %s", dlock_err_name(a.rc), a.text);
+    ASSERT_OK(a.release_rc);
+    assert_int_equal(cluster_fixture_wait_ok(fx, 10000), 0);
+
+    /* the client that failed works again, on both keys */
+    wait_client_map(quick, l, key, false);
+    ASSERT_OK(dlock_lock_try_acquire(l, 2000, 30000));
+    ASSERT_OK(dlock_lock_release(l));
+    ASSERT_OK(dlock_lock_try_acquire(elsewhere, 2000, 30000));
+    ASSERT_OK(dlock_lock_release(elsewhere));
+
+    dlock_lock_free(a.l);
+    dlock_lock_free(l);
+    dlock_lock_free(elsewhere);
+    ASSERT_OK(dlock_client_free(patient));
+    ASSERT_OK(dlock_client_free(quick));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_a_slot_without_a_master_waits_then_names_the_slot_and_heals),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

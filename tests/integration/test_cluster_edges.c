@@ -1,0 +1,382 @@
+/* SPDX-License-Identifier: MIT */
+/* test_cluster_edges.c — what a redis-cluster:// client makes of seeds and slot maps that are
+ * not what a healthy cluster says: a plain Redis named as a Cluster, CLUSTER SLOTS answers of
+ * the wrong shape, host names of up to 255 bytes (Redis 7's hostname mode), MOVED to a port
+ * out of range or to a node that cannot be reached, a map of 16384 one-slot masters.
+ *
+ * A real redis-server cannot produce these answers, so a plain one sits behind
+ * tests/support/reply_injector.h, which answers a chosen command (CLUSTER SLOTS, EVALSHA, GET)
+ * in the server's place, once per rule. The seed is the injector; a crafted map names it as
+ * the master of the slots a test runs commands on, so those commands reach the real server.
+ * Host names end in ".invalid" (RFC 6761): the resolver refuses them at once. */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "client_node.h"
+#include "cluster.h"
+#include "core_call.h"
+#include "dlock.h"
+#include "harness.h"
+#include "redis_fixture.h"
+#include "reply_injector.h"
+#include "test_util.h"
+
+/* The request bytes of CLUSTER SLOTS (the injector matches request bytes; a script's text
+ * may hold the words). */
+#define CLUSTER_SLOTS_REQUEST "CLUSTER\r\n$5\r\nSLOTS"
+
+typedef struct world {
+    redis_fixture *server;
+    reply_injector *injector;
+    int port; /* the injector's */
+} world;
+
+static world open_world(void) {
+    world w = {0};
+    redis_fixture_opts o = {.tcp = true};
+    assert_int_equal(redis_fixture_start(&o, &w.server), 0);
+    assert_int_equal(reply_injector_start(redis_fixture_socket(w.server), &w.injector), 0);
+    const char *url = reply_injector_url(w.injector);
+    w.port = atoi(strrchr(url, ':') + 1);
+    return w;
+}
+
+static void close_world(world *w) {
+    reply_injector_stop(w->injector);
+    redis_fixture_stop(w->server);
+}
+
+/* ---- crafted maps ------------------------------------------------------------------------ */
+
+typedef struct resp {
+    char *buf;
+    size_t len, cap;
+} resp;
+
+static void resp_add(resp *r, const char *fmt, ...) {
+    char piece[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(piece, sizeof(piece), fmt, ap);
+    va_end(ap);
+    assert_true(n > 0 && (size_t)n < sizeof(piece));
+    if (r->len + (size_t)n + 1 > r->cap) {
+        r->cap = (r->len + (size_t)n + 1) * 2;
+        r->buf = realloc(r->buf, r->cap);
+        assert_non_null(r->buf);
+    }
+    memcpy(r->buf + r->len, piece, (size_t)n + 1);
+    r->len += (size_t)n;
+}
+
+/* One CLUSTER SLOTS entry: slots first..last at host:port. */
+static void map_entry(resp *r, int first, int last, const char *host, int port) {
+    resp_add(r, "*3\r\n:%d\r\n:%d\r\n*3\r\n$%zu\r\n%s\r\n:%d\r\n$40\r\n%040d\r\n", first, last,
+             strlen(host), host, port, first);
+}
+
+/* A name of `len` bytes ending in ".invalid", its first byte `tag`. */
+static char *long_name(size_t len, char tag) {
+    char *name = malloc(len + 1);
+    assert_non_null(name);
+    memset(name, 'h', len);
+    name[0] = tag;
+    for (size_t i = 60; i < len - 9; i += 61)
+        name[i] = '.'; /* labels of at most 63 bytes, as DNS has them */
+    memcpy(name + len - 8, ".invalid", 9);
+    return name;
+}
+
+static int client_with(const char *url, int64_t timeout_ms, int retries, dlock_client **out) {
+    dlock_options o;
+    dlock_options_init(&o);
+    o.url = url;
+    o.timeout_ms = timeout_ms;
+    o.retry_attempts = retries;
+    o.retry_delay_ms = TEST_RETRY_DELAY_MS;
+    o.connect_timeout_ms = 60000; /* far beyond what any test here waits: a hang shows */
+    return dlock_client_new(&o, out);
+}
+
+/* A client whose first map is `map` (read from the injector). */
+static dlock_client *client_on_map(world *w, const resp *map, int64_t timeout_ms, int retries) {
+    reply_injector_replace(w->injector, CLUSTER_SLOTS_REQUEST, map->buf, map->len);
+    char url[64];
+    snprintf(url, sizeof(url), "redis-cluster://127.0.0.1:%d", w->port);
+    dlock_client *c = NULL;
+    int rc = client_with(url, timeout_ms, retries, &c);
+    if (rc != DLOCK_OK)
+        fail_msg("dlock_client_new: %s: %s", dlock_err_name(rc), dlock_last_error());
+    return c;
+}
+
+/* A key whose slot is in first..last. */
+static void key_in(int first, int last, char *key, size_t size) {
+    for (int i = 0;; i++) {
+        snprintf(key, size, "edge-%d", i);
+        int slot = dlock__slot_of(key, strlen(key));
+        if (slot >= first && slot <= last)
+            return;
+    }
+}
+
+static void expect_node_of(dlock_client *c, const char *key, const char *want) {
+    char answer[300];
+    if (strcmp(client_node_of(c, key, answer, sizeof(answer)), want) != 0)
+        fail_msg("node of %s: \"%s\", want \"%s\"", key, answer, want);
+}
+
+/* A client whose map gives every slot to the injector (its real server runs the calls). */
+static dlock_client *client_on_injector_only(world *w, int64_t timeout_ms, int retries) {
+    resp map = {0};
+    resp_add(&map, "*1\r\n");
+    map_entry(&map, 0, DLOCK__CLUSTER_SLOTS - 1, "127.0.0.1", w->port);
+    dlock_client *c = client_on_map(w, &map, timeout_ms, retries);
+    free(map.buf);
+    return c;
+}
+
+/* ---- the seed is no Cluster node ------------------------------------------------------------ */
+
+/* The likeliest Cluster mistake: the URL names a plain Redis. It asked again 10 times a
+ * second for ever; now it ends at the answer, which it quotes, with what to use instead. */
+static void test_a_plain_redis_named_as_a_cluster_fails_at_once_saying_use_redis_url(void **s) {
+    (void)s;
+    test_watchdog_arm(30, __func__);
+    redis_fixture *server;
+    redis_fixture_opts o = {.tcp = true};
+    assert_int_equal(redis_fixture_start(&o, &server), 0);
+    char url[96];
+    snprintf(url, sizeof(url), "redis-cluster://%s",
+             redis_fixture_tcp_url(server) + strlen("redis://"));
+    dlock_client *c = NULL;
+    int64_t started = test_now_ms();
+    assert_int_equal(client_with(url, 2000, 1, &c), DLOCK_EINVAL);
+    int64_t took = test_now_ms() - started;
+    assert_null(c);
+    const char *text = dlock_last_error();
+    if (!strstr(text, "ERR This instance has cluster support disabled") ||
+        !strstr(text, "redis://127.0.0.1:"))
+        fail_msg("error text: %s", text);
+    /* connect_timeout_ms is 60 s: the answer ends it, not the timeout */
+    assert_true(took < 30000);
+    redis_fixture_stop(server);
+}
+
+/* Every shape of a CLUSTER SLOTS answer that is no map ends dlock_client_new with
+ * DLOCK_EREDIS quoting it (only one seed: nobody else to ask). */
+static void test_an_unusable_slot_map_ends_dlock_client_new_quoting_it(void **s) {
+    (void)s;
+    test_watchdog_arm(60, __func__);
+    world w = open_world();
+    static const struct {
+        const char *bytes, *quoted;
+    } shapes[] = {
+        {":1\r\n", "the integer 1"},
+        {"*0\r\n", "no slot is assigned"},
+        {"*-1\r\n", "answered nothing"},
+        {"*1\r\n*1\r\n*0\r\n", "entry 1 is not"},
+        {"*1\r\n*3\r\n:0\r\n:99999\r\n*2\r\n$9\r\n127.0.0.1\r\n:7000\r\n", "entry 1 is not"},
+        {"-ERR unknown subcommand\r\n", "ERR unknown subcommand"},
+    };
+    char url[64];
+    snprintf(url, sizeof(url), "redis-cluster://127.0.0.1:%d", w.port);
+    for (size_t i = 0; i < sizeof(shapes) / sizeof(*shapes); i++) {
+        reply_injector_replace(w.injector, CLUSTER_SLOTS_REQUEST, shapes[i].bytes,
+                               strlen(shapes[i].bytes));
+        dlock_client *c = NULL;
+        int rc = client_with(url, 2000, 1, &c);
+        if (rc != DLOCK_EREDIS || !strstr(dlock_last_error(), shapes[i].quoted) ||
+            !strstr(dlock_last_error(), "gave no slot map"))
+            fail_msg("answer %zu: %s: %s", i, dlock_err_name(rc), dlock_last_error());
+        assert_null(c);
+    }
+    close_world(&w);
+}
+
+/* ---- host names of up to 255 bytes ------------------------------------------------------- */
+
+/* Two masters on 200-byte names that differ only after byte 80 stay two nodes, each named
+ * whole (addresses were cut at 80 bytes: one node). */
+static void test_host_names_of_200_bytes_stay_whole_and_distinct(void **s) {
+    (void)s;
+    test_watchdog_arm(30, __func__);
+    world w = open_world();
+    char *a = long_name(200, 'a'), *b = long_name(200, 'a');
+    b[150] = 'b';
+    resp map = {0};
+    resp_add(&map, "*3\r\n");
+    map_entry(&map, 0, 99, "127.0.0.1", w.port);
+    map_entry(&map, 100, 8191, a, 7000);
+    map_entry(&map, 8192, 16383, b, 7000);
+    dlock_client *c = client_on_map(&w, &map, 2000, 1);
+    char key_a[32], key_b[32], want[300];
+    key_in(100, 8191, key_a, sizeof(key_a));
+    key_in(8192, 16383, key_b, sizeof(key_b));
+    snprintf(want, sizeof(want), "%s:7000", a);
+    expect_node_of(c, key_a, want);
+    snprintf(want, sizeof(want), "%s:7000", b);
+    expect_node_of(c, key_b, want);
+    ASSERT_OK(dlock_client_free(c));
+    free(map.buf);
+    free(a);
+    free(b);
+    close_world(&w);
+}
+
+/* A name of 256 bytes is no host name: the map is refused, saying so. */
+static void test_a_host_name_of_256_bytes_makes_the_map_unusable(void **s) {
+    (void)s;
+    test_watchdog_arm(30, __func__);
+    world w = open_world();
+    char *name = long_name(256, 'a');
+    resp map = {0};
+    resp_add(&map, "*1\r\n");
+    map_entry(&map, 0, 16383, name, 7000);
+    reply_injector_replace(w.injector, CLUSTER_SLOTS_REQUEST, map.buf, map.len);
+    char url[64];
+    snprintf(url, sizeof(url), "redis-cluster://127.0.0.1:%d", w.port);
+    dlock_client *c = NULL;
+    assert_int_equal(client_with(url, 2000, 1, &c), DLOCK_EREDIS);
+    assert_non_null(strstr(dlock_last_error(), "at most 255 bytes"));
+    free(map.buf);
+    free(name);
+    close_world(&w);
+}
+
+/* A MOVED to a 120-byte name is followed (it was dropped: names of 64 bytes or more did not
+ * fit): the map learns it, and the node that cannot be reached is named in the error. */
+static void test_a_moved_to_a_long_name_is_followed_and_its_failure_names_the_node(void **s) {
+    (void)s;
+    test_watchdog_arm(60, __func__);
+    world w = open_world();
+    dlock_client *c = client_on_injector_only(&w, 500, 1);
+    char *name = long_name(120, 'm');
+    const char *key = "moved-far";
+    char moved[300];
+    snprintf(moved, sizeof(moved), "-MOVED %d %s:7000\r\n", dlock__slot_of(key, strlen(key)), name);
+    reply_injector_replace(w.injector, "EVALSHA", moved, strlen(moved));
+    dlock_lock *l;
+    ASSERT_OK(dlock_lock_new(c, key, &l));
+    int rc = dlock_lock_try_acquire(l, 0, 30000);
+    if (rc != DLOCK_ECONN || !strstr(dlock_last_error(), name))
+        fail_msg("%s: %s", dlock_err_name(rc), dlock_last_error());
+    char want[300];
+    snprintf(want, sizeof(want), "%s:7000", name);
+    expect_node_of(c, key, want);
+    dlock_lock_free(l);
+    ASSERT_OK(dlock_client_free(c));
+    free(name);
+    close_world(&w);
+}
+
+/* MOVED to port 70000 names no node (it connected to 70000 - 65536 = 4464): the command
+ * stays with the map's master and runs there. */
+static void test_a_moved_to_port_70000_is_not_followed(void **s) {
+    (void)s;
+    test_watchdog_arm(60, __func__);
+    world w = open_world();
+    dlock_client *c = client_on_injector_only(&w, 2000, 1);
+    const char *key = "moved-wrapped";
+    char moved[96], want[64];
+    snprintf(moved, sizeof(moved), "-MOVED %d 127.0.0.1:70000\r\n",
+             dlock__slot_of(key, strlen(key)));
+    reply_injector_replace(w.injector, "$3\r\nGET", moved, strlen(moved));
+    const char *get[] = {"GET", key, NULL};
+    core_reply *r = core_call(c, DLOCK__CMD_RETRY_SAFE, get);
+    if (r->status != DLOCK_OK)
+        fail_msg("GET: %s", dlock_err_name(r->status));
+    core_reply_free(r);
+    assert_int_equal(reply_injector_fired(w.injector), 2); /* the map, the MOVED */
+    snprintf(want, sizeof(want), "127.0.0.1:%d", w.port);
+    expect_node_of(c, key, want);
+    ASSERT_OK(dlock_client_free(c));
+    close_world(&w);
+}
+
+/* ---- a map of 16384 masters ------------------------------------------------------------------ */
+
+static int open_descriptors(void) {
+    DIR *d = opendir("/proc/self/fd");
+    assert_non_null(d);
+    int n = 0;
+    while (readdir(d))
+        n++;
+    closedir(d);
+    return n;
+}
+
+/* A socket that listens on every loopback address and never accepts: a connection to it
+ * neither fails nor answers (its handshake waits). Its port. */
+static int silent_listener(int *fd) {
+    *fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(*fd >= 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
+    socklen_t len = sizeof(sa);
+    assert_int_equal(bind(*fd, (struct sockaddr *)&sa, len), 0);
+    assert_int_equal(listen(*fd, 16), 0);
+    assert_int_equal(getsockname(*fd, (struct sockaddr *)&sa, &len), 0);
+    return ntohs(sa.sin_port);
+}
+
+/* 16384 one-slot masters, each on its own loopback address: a client connects to the ones
+ * its commands need (it opened a descriptor per master at once, and a PING took seconds). */
+static void test_a_map_of_16384_masters_connects_only_to_the_nodes_in_use(void **s) {
+    (void)s;
+    test_watchdog_arm(120, __func__);
+    world w = open_world();
+    int listener;
+    int silent = silent_listener(&listener);
+    resp map = {0};
+    resp_add(&map, "*%d\r\n", DLOCK__CLUSTER_SLOTS);
+    map_entry(&map, 0, 0, "127.0.0.1", w.port);
+    for (int slot = 1; slot < DLOCK__CLUSTER_SLOTS; slot++) {
+        char host[32];
+        snprintf(host, sizeof(host), "127.%d.%d.%d", 1 + slot / 65536, (slot / 256) % 256,
+                 slot % 256);
+        map_entry(&map, slot, slot, host, silent);
+    }
+    int before = open_descriptors();
+    int64_t started = test_now_ms();
+    dlock_client *c = client_on_map(&w, &map, 2000, 1);
+    const char *ping[] = {"PING", NULL};
+    core_reply *r = core_call(c, DLOCK__CMD_RETRY_SAFE, ping);
+    assert_int_equal(r->status, DLOCK_OK);
+    core_reply_free(r);
+    print_message("client and PING on a map of %d masters: %lld ms\n", DLOCK__CLUSTER_SLOTS,
+                  (long long)(test_now_ms() - started));
+    /* the I/O thread's loop, the seed's connection: a handful, not thousands */
+    int opened = open_descriptors() - before;
+    if (opened > 32)
+        fail_msg("%d descriptors opened", opened);
+    ASSERT_OK(dlock_client_free(c));
+    close(listener);
+    free(map.buf);
+    close_world(&w);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_a_plain_redis_named_as_a_cluster_fails_at_once_saying_use_redis_url),
+        cmocka_unit_test(test_an_unusable_slot_map_ends_dlock_client_new_quoting_it),
+        cmocka_unit_test(test_host_names_of_200_bytes_stay_whole_and_distinct),
+        cmocka_unit_test(test_a_host_name_of_256_bytes_makes_the_map_unusable),
+        cmocka_unit_test(test_a_moved_to_a_long_name_is_followed_and_its_failure_names_the_node),
+        cmocka_unit_test(test_a_moved_to_port_70000_is_not_followed),
+        cmocka_unit_test(test_a_map_of_16384_masters_connects_only_to_the_nodes_in_use),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
