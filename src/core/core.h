@@ -333,6 +333,13 @@ bool dlock__conn_idle(const dlock__conn *conn); /* nothing waiting, nothing in f
 int dlock__cmd_slot(const dlock__cmd *cmd);
 int64_t dlock__cmd_give_up_ms(const dlock__cmd *cmd);
 int dlock__cmd_redirects(const dlock__cmd *cmd); /* how often a node did not run it */
+/* What the node answered the last time it did not run cmd ("MOVED 12 host:port",
+ * "TRYAGAIN ..."), NULL if it always ran; valid while cmd lives. */
+const char *dlock__cmd_not_run_why(const dlock__cmd *cmd);
+/* A command not yet on any connection (a Cluster's slot without a master parks it): ENOMEM;
+ * placed with dlock__conn_adopt or ended with dlock__cmd_fail. */
+int dlock__cmd_new(dlock_client *c, const dlock__cmd_request *req, int argc,
+                   const char *const *argv, const size_t *argvlen, dlock__cmd **out);
 /* Ends cmd with status (no reply), its callback run now. */
 void dlock__cmd_fail(dlock_client *c, dlock__cmd *cmd, int status);
 
