@@ -4,7 +4,8 @@
  * A lease here is what a lock's acquire leaves in Redis: a hash with one owner field and a
  * PEXPIRE of watchdog_ms, created by the test through the fixture, then registered with
  * dlock__lease_new + dlock__lease_held on the client's loop thread. The client runs with
- * watchdog_ms 900 (a tick every 300 ms) and renew_batch 100. What is proven: many leases
+ * watchdog_ms 2400 (a tick every 800 ms) and renew_batch 100: a lease survives a renewal
+ * late by more than a second, as one may be on a loaded machine. What is proven: many leases
  * are renewed in batches (script calls per tick, read from the server's commandstats) and
  * never expire; a lease whose field or key is deleted behind its back is reported lost
  * once, within a tick, while the others go on; a server that stops answering makes every
@@ -14,7 +15,10 @@
  *
  * Lease records are in static storage (a failed assert leaves nothing dangling for the
  * teardown that frees the client); their lost callbacks run on the loop thread and record
- * under a mutex what the test thread polls. */
+ * under a mutex what the test thread polls.
+ *
+ * It takes about half a minute: proving that nothing is lost or renewed takes fixed windows
+ * of whole watchdog periods, and a period has to be seconds long to hold on a loaded machine. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -35,7 +39,7 @@
 #include "test_util.h"
 
 #define BUDGET_S 60
-#define WATCHDOG_MS 900
+#define WATCHDOG_MS 2400
 #define TICK_MS (WATCHDOG_MS / 3)
 #define RENEW_BATCH 100
 #define FIELD "test-owner:1"
@@ -237,7 +241,7 @@ static renew_view renew_view_of(dlock_client *c) {
 
 /* Waits until at least `ticks` ticks have run and every command they sent is answered. */
 static renew_view wait_ticks_settled(dlock_client *c, uint64_t ticks) {
-    int64_t until = test_now_ms() + test_slack_ms(3000);
+    int64_t until = test_now_ms() + TICK_MS + test_prompt_ms();
     for (;;) {
         renew_view v = renew_view_of(c);
         if (v.ticks >= ticks && v.inflight == 0 && v.pending == 0)
@@ -260,7 +264,7 @@ static int teardown(void **state) {
 
 /* ---- tests ---------------------------------------------------------------------------------- */
 
-static void test_thousand_leases_renew_in_batches_and_outlive_four_watchdog_periods(void **state) {
+static void test_thousand_leases_renew_in_batches_and_outlive_two_watchdog_periods(void **state) {
     world *w = *state;
     test_watchdog_arm(BUDGET_S, __func__);
     size_t n = (size_t)test_scaled(MAX_LEASES);
@@ -268,9 +272,9 @@ static void test_thousand_leases_renew_in_batches_and_outlive_four_watchdog_peri
     hold(w, 0, n);
     int64_t held_at = test_now_ms();
 
-    /* 4+ watchdog periods: no key ever runs out, nothing is reported lost */
+    /* 2+ watchdog periods: no key ever runs out, nothing is reported lost */
     long long lowest = WATCHDOG_MS;
-    while (test_now_ms() - held_at < 4 * WATCHDOG_MS + 200) {
+    while (test_now_ms() - held_at < 2 * WATCHDOG_MS + 200) {
         long long m = min_pttl(w->f, 0, n);
         assert_true(m > 0);
         if (m < lowest)
@@ -321,7 +325,9 @@ static void lease_taken_away_is_lost_once_within_a_tick(world *w, const char *ta
     int64_t taken_at = test_now_ms();
     vandal(w, leases[2].key);
     bool ok = false;
-    POLL_UNTIL(ok, lost_of(&leases[2]) == 1, TICK_MS + test_slack_ms(300));
+    /* the next renewal finds it gone (DLOCK_ELOST below, not DLOCK_ECONN: its confirmed
+     * time did not run out first) */
+    POLL_UNTIL(ok, lost_of(&leases[2]) == 1, TICK_MS + test_prompt_ms());
     int others_lost = total_lost(0, 5) - lost_of(&leases[2]);
     if (!ok || others_lost != 0) { /* say what happened */
         test_sleep_ms(WATCHDOG_MS);
@@ -334,10 +340,11 @@ static void lease_taken_away_is_lost_once_within_a_tick(world *w, const char *ta
     assert_true(ok);
     assert_int_equal(others_lost, 0);
     int64_t found_in = lost_ms_of(&leases[2]) - taken_at;
-    assert_true(found_in <= TICK_MS + test_slack_ms(200));
+    assert_true(found_in <= TICK_MS + test_prompt_ms());
 
-    /* the others go on for 3 more watchdog periods; lease 2 is not reported again */
-    test_sleep_ms(3 * WATCHDOG_MS);
+    /* the others go on for more than a watchdog period (they would have run out without
+     * their renewals); lease 2 is not reported again */
+    test_sleep_ms(WATCHDOG_MS + TICK_MS);
     pthread_mutex_lock(&mu);
     bool wrong = leases[2].wrong_lease;
     pthread_mutex_unlock(&mu);
@@ -369,7 +376,7 @@ static void test_lease_whose_field_is_deleted_is_lost_once_within_a_tick(void **
     lease_taken_away_is_lost_once_within_a_tick(w, "hdel", delete_field_keep_key);
     /* a lost lease is not renewed: the other owner's hash runs out by its old TTL */
     bool ok = false;
-    POLL_UNTIL(ok, pttl(w->f, leases[2].key) == -2, test_slack_ms(2 * WATCHDOG_MS));
+    POLL_UNTIL(ok, pttl(w->f, leases[2].key) == -2, WATCHDOG_MS + test_prompt_ms());
     assert_true(ok);
 }
 
@@ -413,7 +420,7 @@ static void test_paused_server_makes_leases_lost_when_their_confirmed_time_runs_
     int64_t paused_at = test_now_ms();
 
     bool ok = false;
-    POLL_UNTIL(ok, count_lost_once(0, 3) == 3, WATCHDOG_MS + test_slack_ms(500));
+    POLL_UNTIL(ok, count_lost_once(0, 3) == 3, WATCHDOG_MS + test_prompt_ms());
     int64_t seen_at = test_now_ms();
     int64_t first = INT64_MAX, last = 0;
     for (size_t i = 0; i < 3; i++) {
@@ -431,8 +438,9 @@ static void test_paused_server_makes_leases_lost_when_their_confirmed_time_runs_
     if (!test_under_valgrind()) /* there, the pause may come long after the renewal */
         assert_true(first - paused_at >= WATCHDOG_MS - TICK_MS - 100);
     assert_true(first >= expires_at - (test_under_valgrind() ? 500 : 100));
-    /* ...and no later than Redis could have given the lease to someone else */
-    assert_true(last <= expires_at + test_slack_ms(50));
+    /* ...and then, not a tick or a renewal later. (That the client's own deadline is before
+     * Redis's is not measurable here: on a loaded machine its timer may run late.) */
+    assert_true(last <= expires_at + test_prompt_ms());
 
     /* the renewals answered after the resume report nothing more */
     wait_ticks_settled(w->c, 0);
@@ -457,7 +465,7 @@ static void test_server_restarted_empty_makes_every_held_lease_lost(void **state
     int64_t restarted_at = test_now_ms();
     assert_int_equal(redis_fixture_restart(w->f), 0);
     bool ok = false;
-    POLL_UNTIL(ok, count_lost_once(0, n) == n, WATCHDOG_MS + test_slack_ms(1000));
+    POLL_UNTIL(ok, count_lost_once(0, n) == n, WATCHDOG_MS + test_prompt_ms());
     assert_true(ok);
     int64_t last = 0;
     for (size_t i = 0; i < n; i++)
@@ -500,10 +508,10 @@ static void test_dropped_lease_is_no_longer_renewed_and_its_key_expires(void **s
         assert_true(now >= 0);    /* 0: its last millisecond */
         assert_true(now <= prev); /* counts down: nobody renews it */
         prev = now;
-        assert_true(test_now_ms() - dropped_at <= WATCHDOG_MS + test_slack_ms(500));
+        assert_true(test_now_ms() - dropped_at <= WATCHDOG_MS + test_prompt_ms());
     }
     int64_t expired_in = test_now_ms() - dropped_at;
-    assert_true(expired_in <= WATCHDOG_MS + test_slack_ms(500));
+    assert_true(expired_in <= WATCHDOG_MS + test_prompt_ms());
     /* the other lease is still renewed, nothing is lost */
     assert_true(pttl(w->f, leases[1].key) > 0);
     test_sleep_ms(2 * TICK_MS);
@@ -523,10 +531,10 @@ static void test_dropped_lease_never_reports_lost_even_when_its_key_is_deleted(v
     delete_key(w, leases[0].key);
     delete_key(w, leases[1].key); /* the kept one: proves a deletion is noticed */
     bool ok = false;
-    POLL_UNTIL(ok, lost_of(&leases[1]) == 1, TICK_MS + test_slack_ms(300));
+    POLL_UNTIL(ok, lost_of(&leases[1]) == 1, TICK_MS + test_prompt_ms());
     assert_true(ok);
-    /* several watchdog periods later the dropped one has said nothing */
-    test_sleep_ms(2 * WATCHDOG_MS);
+    /* more than a watchdog period later the dropped one has said nothing */
+    test_sleep_ms(WATCHDOG_MS + TICK_MS);
     assert_int_equal(lost_of(&leases[0]), 0);
     assert_int_equal(lost_of(&leases[1]), 1);
     assert_int_equal(renew_view_of(w->c).held, 0);
@@ -556,7 +564,7 @@ static void test_lease_dropped_while_its_renewal_is_in_flight_never_reports_lost
     delete_key(w, leases[1].key);
     assert_int_equal(redis_fixture_pause(w->f), 0);
     bool ok = false;
-    POLL_UNTIL(ok, renew_view_of(w->c).ticks >= v.ticks + 1, test_slack_ms(2 * TICK_MS));
+    POLL_UNTIL(ok, renew_view_of(w->c).ticks >= v.ticks + 1, TICK_MS + test_prompt_ms());
     drop_in_flight d = {0};
     if (ok)
         on_loop(w->c, drop_first_while_renewing, &d);
@@ -566,7 +574,7 @@ static void test_lease_dropped_while_its_renewal_is_in_flight_never_reports_lost
     assert_true(d.inflight >= 1);
 
     /* its answer says "gone" for both: only the lease still held is reported */
-    POLL_UNTIL(ok, lost_of(&leases[1]) == 1, test_slack_ms(1000));
+    POLL_UNTIL(ok, lost_of(&leases[1]) == 1, test_prompt_ms());
     assert_true(ok);
     assert_int_equal(reason_of(&leases[1]), DLOCK_ELOST);
     test_sleep_ms(3 * TICK_MS);
@@ -578,7 +586,7 @@ static void test_lease_dropped_while_its_renewal_is_in_flight_never_reports_lost
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(
-            test_thousand_leases_renew_in_batches_and_outlive_four_watchdog_periods, setup,
+            test_thousand_leases_renew_in_batches_and_outlive_two_watchdog_periods, setup,
             teardown),
         cmocka_unit_test_setup_teardown(
             test_lease_whose_field_is_deleted_is_lost_once_within_a_tick, setup, teardown),
