@@ -38,6 +38,11 @@ typedef struct dlock_options {
                                    redis-sentinel://[u:p@]host[:port][,host[:port]...]/MASTER[/db]
                                    rediss-sentinel://... (TLS to sentinels and master),
                                    sentinel_user=, sentinel_password= in the query
+                                   redis-cluster://[u:p@]host[:port][,host[:port]...]
+                                   rediss-cluster://... (TLS to every node); no /db
+                                   Every form: ?sync_replicas=auto|0|N&sync_timeout_ms=MS
+                                   (WAIT after each write; auto and 1000 by default).
+                                   Another scheme is DLOCK_EINVAL naming these seven.
                                    NULL: $DLOCK_URL (when set and not empty), else
                                    redis://127.0.0.1:6379; "" is DLOCK_EINVAL */
     int64_t watchdog_ms;        /* 30000: lease of holds taken without one; renewed every third */
