@@ -268,6 +268,17 @@ static slice next_host(slice *list) {
     return h;
 }
 
+/* A host is taken as it is written (it is not percent-decoded, and the resolver would get
+ * it whole): a space, a control byte or an escape ("%00") in it can only be a mistake. */
+static bool sentinel_host_ok(slice h) {
+    for (size_t i = 0; i < h.n; i++) {
+        unsigned char ch = (unsigned char)h.s[i];
+        if (ch <= ' ' || ch >= 0x7f || (ch == '%' && h.s[0] != '['))
+            return false;
+    }
+    return true;
+}
+
 static int parse_all(const parts *p, dlock__sentinel_url *out, char *err, size_t errlen) {
     size_t count = 1;
     for (size_t i = 0; i < p->hosts.n; i++)
@@ -290,6 +301,13 @@ static int parse_all(const parts *p, dlock__sentinel_url *out, char *err, size_t
         slice host = next_host(&list);
         if (host.n == 0)
             return bad(err, errlen, "empty sentinel host in the list (host[:port],host[:port])");
+        if (!sentinel_host_ok(host)) {
+            snprintf(err, errlen,
+                     "bad URL: sentinel host %zu holds a space, a control byte or a '%%' escape "
+                     "(host[:port], the host as it is: a name or an address)",
+                     i + 1);
+            return DLOCK_EINVAL;
+        }
         int rc = parse_sentinel(p, host, i, &out->sentinels[i], err, errlen);
         if (rc != DLOCK_OK)
             return rc;

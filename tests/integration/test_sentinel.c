@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* test_sentinel.c — a client of a redis-sentinel:// URL finds the master through the
- * sentinels: a sentinel that cannot be reached is skipped at once, one that does not answer
- * after connect_timeout_ms, a master name no sentinel knows is a clear DLOCK_EINVAL at once,
- * no sentinel at all is DLOCK_ECONN saying why, and every primitive works through it. Failovers:
- * tests/fault/test_sentinel_failover.c.
+ * sentinels: a sentinel that cannot be reached or does not answer costs nothing while
+ * another answers (they are asked at once), a master name no sentinel knows is a clear DLOCK_EINVAL
+ * at once, no sentinel at all is DLOCK_ECONN saying why, and every primitive works through it.
+ * Failovers: tests/fault/test_sentinel_failover.c.
  *
  * One fixture (1 master + 1 replica + 3 sentinels) for the whole file: no test here
  * changes which node is the master. */
@@ -100,19 +100,21 @@ static void test_unreachable_first_sentinel_is_skipped(void **state) {
     free(url);
 }
 
-static void test_silent_first_sentinel_costs_one_connect_timeout(void **state) {
+/* The sentinels are asked at once: a silent first one costs nothing while the others answer
+ * (N silent ones cost one connect_timeout_ms: test_sentinel_edges.c). */
+static void test_silent_first_sentinel_costs_nothing(void **state) {
     (void)state;
     /* a paused sentinel accepts the connection (the kernel does) and never answers */
     assert_int_equal(sentinel_fixture_pause_sentinel(fx, 0), 0);
     int64_t start = test_now_ms();
     dlock_client *c = connect_client_cfg(
-        NULL, (test_client_cfg){.url = sentinel_fixture_url(fx), .connect_timeout_ms = 500});
+        NULL, (test_client_cfg){.url = sentinel_fixture_url(fx), .connect_timeout_ms = 20000});
     int64_t took = test_now_ms() - start;
     assert_int_equal(sentinel_fixture_resume_sentinel(fx, 0), 0);
-    printf("# connect with a silent first sentinel (connect_timeout_ms 500): %lld ms\n",
+    printf("# connect with a silent first sentinel (connect_timeout_ms 20000): %lld ms\n",
            (long long)took);
     ASSERT_OK(dlock_client_ping(c));
-    ASSERT_BETWEEN(took, 500, slack_ms(1500));
+    ASSERT_BETWEEN(took, 0, 10000);
     dlock_client_free(c);
 }
 
@@ -259,7 +261,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_client_finds_the_master_through_the_sentinels),
         cmocka_unit_test(test_unreachable_first_sentinel_is_skipped),
-        cmocka_unit_test(test_silent_first_sentinel_costs_one_connect_timeout),
+        cmocka_unit_test(test_silent_first_sentinel_costs_nothing),
         cmocka_unit_test(test_unknown_master_name_is_einval_at_once_naming_it),
         cmocka_unit_test(test_no_sentinel_reachable_is_econn_saying_why),
         cmocka_unit_test(test_documented_sentinel_acl_is_enough),
