@@ -16,8 +16,9 @@
  * never more often than every REFRESH_MIN_MS. A refresh that fails asks the next node.
  *
  * A node's connection is made when a command first needs it, so a map of thousands of
- * masters costs descriptors only for the ones in use; nodes are found by address in a hash
- * map. A host name may have 255 bytes (Redis 7's hostname mode, Kubernetes names).
+ * masters costs descriptors only for the ones in use, and at most NODE_CONNECTIONS_MAX are
+ * kept (the least recently used idle one is closed first); nodes are found by address in a
+ * hash map. A host name may have 255 bytes (Redis 7's hostname mode, Kubernetes names).
  *
  * A command goes to the master of its slot (route.c computes it from the first key). A slot
  * that no master of the map serves (the cluster is partly down, or being repaired) is a
@@ -51,6 +52,9 @@
 #define DOWN_POLL_MS 500
 #define PARK_MS 50
 #define REDIRECTS_BEFORE_PARK 5
+/* Command connections kept open at once: past it, connecting to one more node first closes
+ * the one used least recently among those with nothing in flight and no subscriber. */
+#define NODE_CONNECTIONS_MAX 256
 
 /* A host name of DNS's length, its brackets (IPv6), ':' and a port, and the NUL */
 #define HOST_MAX 255
@@ -63,6 +67,7 @@ typedef struct node {
     dlock__conn conn;
     dlock__pubsub *sub; /* NULL until a channel of its slots is listened to */
     bool in_map;        /* a master of the current map */
+    int64_t used_ms;    /* when a command was last queued on it */
     bool retired;       /* closed: freed with the cluster */
 } node;
 
@@ -86,6 +91,7 @@ struct dlock__cluster {
     size_t next_asked;
     /* refresh */
     bool refresh_in_flight, refresh_wanted;
+    bool refresh_failed;  /* the last answer was no map: ask again less often */
     node *asked;          /* the refresh in flight asked this node */
     uint64_t refresh_seq; /* names the refresh in flight; an abandoned one's answer is ignored */
     int64_t last_refresh_ms;
@@ -206,10 +212,38 @@ static node *node_get(dlock__cluster *cl, const char *host, int port) {
     return n;
 }
 
+static bool node_connected(const node *n) {
+    return !n->retired && n->conn.link.state != LINK_IDLE && n->conn.link.state != LINK_CLOSED;
+}
+
+/* Before a connection to one more node: at NODE_CONNECTIONS_MAX, the least recently used
+ * idle one goes (it connects again when a command needs it). None idle: the bound yields. */
+static void make_room(dlock__cluster *cl) {
+    size_t connected = 0;
+    node *oldest = NULL;
+    for (size_t i = 0; i < cl->count; i++) {
+        node *n = cl->nodes[i];
+        if (!node_connected(n))
+            continue;
+        connected++;
+        bool idle =
+            dlock__conn_idle(&n->conn) && !n->sub && !(cl->refresh_in_flight && cl->asked == n);
+        if (idle && (!oldest || n->used_ms < oldest->used_ms))
+            oldest = n;
+    }
+    if (connected >= NODE_CONNECTIONS_MAX && oldest) {
+        dlock__link_stop(&oldest->conn.link);
+        dlock__timer_stop(&cl->client->sched, &oldest->conn.replicas.check);
+    }
+}
+
 /* Queues cmd on n, connecting n if nothing did yet. */
 static void node_send(node *n, dlock__cmd *cmd, bool asking) {
-    if (n->conn.link.state == LINK_IDLE && !n->conn.closing)
+    n->used_ms = dlock__now_ms();
+    if (n->conn.link.state == LINK_IDLE && !n->conn.closing) {
+        make_room(n->cluster);
         dlock__link_start(&n->conn.link);
+    }
     dlock__conn_adopt(&n->conn, cmd, asking);
 }
 
@@ -644,6 +678,7 @@ static void on_slots(dlock_client *c, int status, const dlock__reply *reply, int
         snprintf(why, sizeof(why), "an error");
     else
         snprintf(why, sizeof(why), "%s", dlock_strerror(status));
+    cl->refresh_failed = rc != DLOCK_OK;
     if (rc != DLOCK_OK && rc != DLOCK_ENOMEM && reply)
         no_map_from(cl, asked, rc, reply, why);
     else if (rc != DLOCK_OK)
@@ -690,7 +725,8 @@ static void refresh_request(dlock__cluster *cl) {
     cl->refresh_wanted = true;
     if (cl->refresh_in_flight || cl->closing || dlock__timer_active(&cl->refresh_timer))
         return;
-    int64_t gap = cl->have_map && master_down(cl) ? DOWN_POLL_MS : REFRESH_MIN_MS;
+    int64_t gap =
+        cl->have_map && (cl->refresh_failed || master_down(cl)) ? DOWN_POLL_MS : REFRESH_MIN_MS;
     int64_t due = cl->last_refresh_ms + gap;
     dlock__timer_start_at(&cl->client->sched, &cl->refresh_timer,
                           due > dlock__now_ms() ? due : dlock__now_ms());

@@ -2,7 +2,9 @@
 /* test_cluster_edges.c — what a redis-cluster:// client makes of seeds and slot maps that are
  * not what a healthy cluster says: a plain Redis named as a Cluster, CLUSTER SLOTS answers of
  * the wrong shape, host names of up to 255 bytes (Redis 7's hostname mode), MOVED to a port
- * out of range or to a node that cannot be reached, a map of 16384 one-slot masters.
+ * out of range or to a node that cannot be reached, a map of 16384 one-slot masters, 320
+ * masters in use (real servers, 16 loopback addresses each) for a client that keeps 256
+ * connections.
  *
  * A real redis-server cannot produce these answers, so a plain one sits behind
  * tests/support/reply_injector.h, which answers a chosen command (CLUSTER SLOTS, EVALSHA, GET)
@@ -368,6 +370,81 @@ static void test_a_map_of_16384_masters_connects_only_to_the_nodes_in_use(void *
     close_world(&w);
 }
 
+/* Servers that each listen on 16 loopback addresses (Redis binds at most 16): 16 distinct
+ * nodes per server for a map, all of them real. */
+#define BIND_SERVERS 20
+#define BIND_ADDRESSES 16
+#define MANY_NODES (BIND_SERVERS * BIND_ADDRESSES)
+#define CONNECTIONS_KEPT 256 /* cluster.c's NODE_CONNECTIONS_MAX */
+
+static void node_host(int node, char *host, size_t size) {
+    snprintf(host, size, "127.%d.0.%d", 1 + node / BIND_ADDRESSES, 1 + node % BIND_ADDRESSES);
+}
+
+/* A key of each slot below MANY_NODES. */
+static void keys_of_first_slots(char keys[MANY_NODES][24]) {
+    int found = 0;
+    for (int i = 0; found < MANY_NODES; i++) {
+        char key[24];
+        snprintf(key, sizeof(key), "k%d", i);
+        int slot = dlock__slot_of(key, strlen(key));
+        if (slot < MANY_NODES && !keys[slot][0]) {
+            memcpy(keys[slot], key, sizeof(key));
+            found++;
+        }
+    }
+}
+
+/* 320 masters in use one after another: the client keeps 256 connections, closing the least
+ * recently used idle one for a new one, and reconnects when a closed one is needed again. */
+static void test_connections_to_nodes_are_bounded_and_made_again_on_demand(void **s) {
+    (void)s;
+    test_watchdog_arm(300, __func__);
+    world w = open_world();
+    redis_fixture *servers[BIND_SERVERS];
+    resp map = {0};
+    resp_add(&map, "*%d\r\n", MANY_NODES + 1);
+    for (int k = 0; k < BIND_SERVERS; k++) {
+        char hosts[BIND_ADDRESSES][24];
+        const char *args[BIND_ADDRESSES + 2] = {"--bind"};
+        for (int j = 0; j < BIND_ADDRESSES; j++) {
+            node_host(k * BIND_ADDRESSES + j, hosts[j], sizeof(hosts[j]));
+            args[1 + j] = hosts[j];
+        }
+        redis_fixture_opts o = {.tcp = true, .extra_args = args};
+        assert_int_equal(redis_fixture_start(&o, &servers[k]), 0);
+        for (int j = 0; j < BIND_ADDRESSES; j++) {
+            int node = k * BIND_ADDRESSES + j;
+            map_entry(&map, node, node, hosts[j], redis_fixture_port(servers[k]));
+        }
+    }
+    map_entry(&map, MANY_NODES, DLOCK__CLUSTER_SLOTS - 1, "127.0.0.1", w.port);
+    static char keys[MANY_NODES][24];
+    keys_of_first_slots(keys);
+    int before = open_descriptors();
+    dlock_client *c = client_on_map(&w, &map, 5000, 1);
+    for (int node = 0; node < MANY_NODES; node++) {
+        const char *get[] = {"GET", keys[node], NULL};
+        core_reply *r = core_call(c, DLOCK__CMD_RETRY_SAFE, get);
+        if (r->status != DLOCK_OK)
+            fail_msg("GET on node %d: %s", node, dlock_err_name(r->status));
+        core_reply_free(r);
+    }
+    int opened = open_descriptors() - before;
+    print_message("%d nodes used: %d descriptors opened\n", MANY_NODES, opened);
+    if (opened > CONNECTIONS_KEPT + 16)
+        fail_msg("%d descriptors opened for %d nodes", opened, MANY_NODES);
+    const char *again[] = {"GET", keys[0], NULL}; /* its connection was the first to go */
+    core_reply *r = core_call(c, DLOCK__CMD_RETRY_SAFE, again);
+    assert_int_equal(r->status, DLOCK_OK);
+    core_reply_free(r);
+    ASSERT_OK(dlock_client_free(c));
+    for (int k = 0; k < BIND_SERVERS; k++)
+        redis_fixture_stop(servers[k]);
+    free(map.buf);
+    close_world(&w);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_plain_redis_named_as_a_cluster_fails_at_once_saying_use_redis_url),
@@ -377,6 +454,7 @@ int main(void) {
         cmocka_unit_test(test_a_moved_to_a_long_name_is_followed_and_its_failure_names_the_node),
         cmocka_unit_test(test_a_moved_to_port_70000_is_not_followed),
         cmocka_unit_test(test_a_map_of_16384_masters_connects_only_to_the_nodes_in_use),
+        cmocka_unit_test(test_connections_to_nodes_are_bounded_and_made_again_on_demand),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
