@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* test_redlock_faults.c — the redlock tests of test_redlock.c, split from it by concern: stopped
  * masters; a paused master; the members are asked at once. Helpers:
- * tests/support/redlock_helpers.h. Every test starts its own server. */
+ * tests/support/redlock_helpers.h. Every test starts its own server.
+ *
+ * It takes most of a minute: each test starts five masters, and the validity test repeats
+ * its round (pause three masters, resume them 30 ms after the call began) until a quorum
+ * came back too late at least once, which a loaded machine may take many rounds to show. */
 #include "redlock_helpers.h"
 
 /* ---- stopped masters --------------------------------------------------------------------- */
@@ -18,13 +22,14 @@ static void test_acquire_with_2_masters_stopped_succeeds_on_the_other_3(void **s
     assert_int_equal(redis_fixture_kill(f[1]), 0);
     assert_int_equal(redis_fixture_kill(f[3]), 0);
     const bool alive[N] = {true, false, true, false, true};
-    const int64_t lease = 5000; /* answer budget lease / 10 = 500 ms */
+    const int64_t lease = 10000; /* answer budget lease / 10 = 1000 ms */
     for (int round = 0; round < 3; round++) {
         int64_t start = test_now_ms();
-        ASSERT_RC(dlock_lock_try_acquire(a.rl, 5000, lease), DLOCK_OK);
+        ASSERT_RC(dlock_lock_try_acquire(a.rl, TEST_SLOW_MS, lease), DLOCK_OK);
         int64_t took = test_now_ms() - start;
-        ASSERT_BETWEEN(took, 0, slack_ms(900)); /* at most the answer budget, and some */
-        expect_holds(f, &a, alive, 1);          /* the 3 alive are the quorum */
+        /* at most the answer budget, and some; not the wait */
+        ASSERT_BETWEEN(took, 0, 1000 + test_prompt_ms());
+        expect_holds(f, &a, alive, 1); /* the 3 alive are the quorum */
         bool held = false;
         int64_t q0 = test_now_ms();
         ASSERT_RC(dlock_lock_is_held(a.rl, &held), DLOCK_OK);
@@ -70,7 +75,7 @@ test_acquire_with_3_masters_stopped_fails_in_bounded_time_and_leaves_nothing_hel
             fail_msg("try_acquire with 3 of 5 stopped = %s (%s)", dlock_err_name(rc),
                      dlock_last_error());
         /* the wait, plus at most one answer budget for the round under way */
-        ASSERT_BETWEEN(took, wait - 50, wait + 1000 + slack_ms(500));
+        ASSERT_BETWEEN(took, wait - 50, wait + 1000 + test_prompt_ms());
         /* nothing of ours left on the 2 live masters by the time it returned: their
          * releases were waited for (an application may free its clients right away) */
         assert_int_equal(members_present(f, alive), 0);
@@ -97,17 +102,18 @@ static void test_a_minority_taken_when_the_quorum_is_missed_is_given_back(void *
     int64_t start = test_now_ms();
     ASSERT_RC(dlock_lock_try_acquire(a.rl, 400, 10000), DLOCK_ETIMEDOUT);
     int64_t took = test_now_ms() - start;
-    ASSERT_BETWEEN(took, 350, slack_ms(1000));
+    /* at its deadline: the other application's 30 s leases are no hint that ends it sooner */
+    ASSERT_BETWEEN(took, 350, 400 + test_prompt_ms());
     /* masters 3 and 4 were ours in every round, and are given back */
     const bool minority[N] = {false, false, false, true, true};
     bool clear = false;
-    POLL_UNTIL(clear, members_present(f, minority) == 0, slack_ms(1000));
+    POLL_UNTIL(clear, members_present(f, minority) == 0, test_prompt_ms());
     assert_true(clear);
     for (int i = 0; i < 3; i++)
         assert_int_equal(holds_on(f[i], a.c[i]), 0);
     /* with master 2 freed, 3 of 5 agree */
     ASSERT_RC(dlock_lock_release(ol[2]), DLOCK_OK);
-    ASSERT_RC(dlock_lock_try_acquire(a.rl, slack_ms(2000), 10000), DLOCK_OK);
+    ASSERT_RC(dlock_lock_try_acquire(a.rl, TEST_SLOW_MS, 10000), DLOCK_OK);
     const bool free_three[N] = {false, false, true, true, true};
     expect_holds(f, &a, free_three, 1); /* exactly a quorum was free */
     ASSERT_RC(dlock_lock_release(a.rl), DLOCK_OK);
@@ -168,7 +174,8 @@ static void test_one_paused_master_costs_at_most_the_answer_budget_not_the_wait(
     masters_start(f, N);
     masters_app a;
     masters_app_open(&a, f, N, NAME, NULL, false);
-    const int64_t lease = 3000, wait = 10000; /* answer budget 300 ms */
+    /* answer budget 1000 ms (lease / 10): room for a loaded machine's healthy masters */
+    const int64_t lease = 10000, wait = TEST_SLOW_MS;
     int64_t start = test_now_ms();
     ASSERT_RC(dlock_lock_try_acquire(a.rl, wait, lease), DLOCK_OK);
     int64_t all_up = test_now_ms() - start;
@@ -180,14 +187,15 @@ static void test_one_paused_master_costs_at_most_the_answer_budget_not_the_wait(
     int64_t one_paused = test_now_ms() - start;
     printf("# lease %lld ms: acquired in %lld ms with 5 up, %lld ms with 1 of 5 paused\n",
            (long long)lease, (long long)all_up, (long long)one_paused);
-    ASSERT_BETWEEN(one_paused, 0, slack_ms(900)); /* well under 1 s, far under the wait */
+    /* the budget and some, far under the wait */
+    ASSERT_BETWEEN(one_paused, 0, 1000 + test_prompt_ms());
     const bool running[N] = {true, true, false, true, true};
     expect_holds(f, &a, running, 1);
     assert_int_equal(redis_fixture_resume(f[2]), 0);
     /* the paused master ran the acquisition when resumed: it gives itself back */
     ASSERT_RC(dlock_lock_release(a.rl), DLOCK_OK);
     bool clear = false;
-    POLL_UNTIL(clear, members_present(f, NULL) == 0, slack_ms(1000));
+    POLL_UNTIL(clear, members_present(f, NULL) == 0, test_prompt_ms());
     assert_true(clear);
     masters_app_close(&a);
     masters_stop(f, N);
@@ -260,7 +268,7 @@ test_a_lock_whose_validity_ran_out_during_acquisition_is_never_reported_held(voi
             late_quorum++;
         printf("# round %d: %s (%s)\n", round, dlock_err_name(t.rc), t.detail);
         bool clear = false;
-        POLL_UNTIL(clear, members_present(f, NULL) == 0, slack_ms(1000));
+        POLL_UNTIL(clear, members_present(f, NULL) == 0, test_prompt_ms());
         assert_true(clear);
     }
     /* the case was really met: a quorum that agreed after the validity was gone */
@@ -303,8 +311,9 @@ static int asked_unanswered(fault_proxy *px[N], const fault_proxy_stats base[N])
 }
 
 /* Parallel, shown by what is on the wire rather than by a stopwatch: every master sits
- * behind a proxy that holds its replies 300 ms, and at one moment during the acquire all 5
- * requests have gone out while no reply has come back. Asked one after another, a member
+ * behind a proxy that holds its replies 500 ms (a loaded machine sends the 5 requests within
+ * that; half the 1 s answer budget is left for the replies), and at one moment during the acquire
+ * all 5 requests have gone out while no reply has come back. Asked one after another, a member
  * would be asked only after the one before it answered: never more than 1 in flight. (The
  * latency is measured in bench/: dlock-bench's redlock_acquire.) */
 static void test_the_5_members_are_asked_at_once_not_one_after_another(void **state) {
@@ -323,7 +332,7 @@ static void test_the_5_members_are_asked_at_once_not_one_after_another(void **st
     ASSERT_RC(dlock_redlock_new(a.member, N, &a.rl), DLOCK_OK);
     fault_proxy_stats base[N];
     for (int i = 0; i < N; i++) {
-        fault_proxy_delay_replies(px[i], 300);
+        fault_proxy_delay_replies(px[i], 500);
         base[i] = fault_proxy_stats_get(px[i]);
     }
     proxied_try t = {.rl = a.rl};
@@ -337,7 +346,7 @@ static void test_the_5_members_are_asked_at_once_not_one_after_another(void **st
         test_sleep_ms(1);
     }
     assert_int_equal(pthread_join(th, NULL), 0);
-    ASSERT_RC(atomic_load(&t.rc), DLOCK_OK); /* 300 ms is within the 1 s answer budget */
+    ASSERT_RC(atomic_load(&t.rc), DLOCK_OK); /* 500 ms is within the 1 s answer budget */
     printf("# masters asked and not yet answered at once during the acquire: %d of %d\n", most, N);
     assert_int_equal(most, N);
     ASSERT_RC(atomic_load(&t.release_rc), DLOCK_OK);
