@@ -27,6 +27,7 @@
 
 #include <cmocka.h>
 
+#include "cli_run.h"
 #include "client_node.h"
 #include "cluster.h"
 #include "core_call.h"
@@ -175,6 +176,26 @@ static void test_a_plain_redis_named_as_a_cluster_fails_at_once_saying_use_redis
         fail_msg("error text: %s", text);
     /* connect_timeout_ms is 60 s: the answer ends it, not the timeout */
     assert_true(took < 30000);
+    redis_fixture_stop(server);
+}
+
+/* The same mistake with the dlock tool: it hung for ever; it exits 64 (a usage error)
+ * saying what the seed answered and what to use instead. */
+static void test_the_dlock_tool_on_a_plain_redis_as_a_cluster_exits_64_quoting_it(void **s) {
+    (void)s;
+    test_watchdog_arm(60, __func__);
+    REQUIRE_CLI();
+    redis_fixture *server;
+    redis_fixture_opts o = {.tcp = true};
+    assert_int_equal(redis_fixture_start(&o, &server), 0);
+    char url[96];
+    snprintf(url, sizeof(url), "redis-cluster://%s",
+             redis_fixture_tcp_url(server) + strlen("redis://"));
+    cli_result r = DLOCK_CLI_RUN(server, 30000, "--url", url, "inspect", "job");
+    ASSERT_STATUS(r, 64);
+    ASSERT_CONTAINS(r.err, "cluster support disabled");
+    ASSERT_CONTAINS(r.err, "use redis://127.0.0.1:");
+    cli_result_free(&r);
     redis_fixture_stop(server);
 }
 
@@ -448,6 +469,7 @@ static void test_connections_to_nodes_are_bounded_and_made_again_on_demand(void 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_plain_redis_named_as_a_cluster_fails_at_once_saying_use_redis_url),
+        cmocka_unit_test(test_the_dlock_tool_on_a_plain_redis_as_a_cluster_exits_64_quoting_it),
         cmocka_unit_test(test_an_unusable_slot_map_ends_dlock_client_new_quoting_it),
         cmocka_unit_test(test_host_names_of_200_bytes_stay_whole_and_distinct),
         cmocka_unit_test(test_a_host_name_of_256_bytes_makes_the_map_unusable),
