@@ -96,9 +96,16 @@ void dlock__tls_session_free(void *session);
 bool dlock__tls_has_client_cert(const dlock__tls *tls);
 /* The words for a failed TLS call: verification, the server's alert, a reset (with the
  * hint that a client certificate may be required when none was given and the server said
- * nothing yet), a plaintext port. */
+ * nothing yet after the handshake), a plain-text port (an answer in RESP; where is the
+ * server's host:port). */
 void dlock__tls_failure(void *session, int ssl_error, int sys_errno, bool in_handshake,
-                        bool client_cert, bool nothing_received, char *buf, size_t size);
+                        bool client_cert, bool nothing_received, const char *where, char *buf,
+                        size_t size);
+/* How many bytes the server has sent on session so far (TLS records or not). */
+size_t dlock__tls_heard(void *session);
+/* The words for a server at where (host:port) found to answer in plain text (answer: the
+ * start of what it said, may be ""). */
+void dlock__tls_plain_text_text(const char *where, const char *answer, char *buf, size_t size);
 
 /* ---- a connection's bytes (sock.c) ------------------------------------------------------ */
 

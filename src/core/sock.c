@@ -19,6 +19,12 @@
  *     pending) are read in the same turn, as the socket is no longer readable for them.
  *   - Under TLS a read may need the socket writable and a write may need it readable
  *     (renegotiation, key updates): each side remembers what the other needs.
+ *   - A TLS handshake the server has not answered at all after PLAIN_CHECK_MS may be
+ *     talking to a plain-text port: Redis reads the hello as an inline command, waits for
+ *     a newline that never comes, and says nothing until the connect timeout. A second
+ *     connection to the same address then says PING in plain text; an answer in RESP
+ *     proves it, and the handshake fails at once saying so. A TLS server drops that
+ *     connection (and logs a failed handshake), and the handshake goes on as before.
  * Hooks never run inside dlock__sock_open or dlock__sock_close. The owner may close the
  * sock from inside a hook: it is then freed when the hook returns. */
 #include <errno.h>
@@ -40,6 +46,19 @@
 
 enum sock_state { S_RESOLVING, S_CONNECTING, S_HANDSHAKE, S_OPEN, S_FAILED };
 
+/* How long a TLS handshake waits for the server's first byte before it asks, on a second
+ * connection, whether the port speaks plain text: a TLS server answers the hello at once. */
+#define PLAIN_CHECK_MS 500
+
+/* The plain-text question on its own connection (see the opening comment). */
+typedef struct plain_check {
+    int fd; /* -1: none */
+    dlock__loop_io reader, writer;
+    bool reading, writing;
+    dlock__loop_timer timer;
+    bool timer_running;
+} plain_check;
+
 typedef struct resolve_req resolve_req;
 
 struct dlock__sock {
@@ -51,6 +70,7 @@ struct dlock__sock {
     dlock__loop_io reader, writer;
     bool reading, writing; /* the watchers are started */
     char *host;            /* TCP: what was resolved (and the name TLS verifies) */
+    int port;
     resolve_req *resolving;
     struct addrinfo *addrs, *next_addr;
     char connect_error[160]; /* why the last address failed */
@@ -58,7 +78,8 @@ struct dlock__sock {
     SSL *ssl;
     bool read_wants_write, write_wants_read;
     int tls_write_len; /* a write to retry with the same length after WANT_* */
-    size_t received;   /* bytes read while open */
+    plain_check plain;
+    size_t received; /* bytes read while open */
     char *out;
     size_t out_len, out_off, out_cap;
     bool send_deferred; /* a borrowing thread sends out[] when it gives the loop back */
@@ -80,6 +101,7 @@ static void watch(dlock__sock *s, bool read, bool write) {
 }
 
 static void sock_free(dlock__sock *s);
+static void plain_check_end(dlock__sock *s);
 
 /* Runs the failed hook once; the sock stays until its owner closes it. false: gone. */
 static bool report_failure(dlock__sock *s, const char *why) {
@@ -87,6 +109,7 @@ static bool report_failure(dlock__sock *s, const char *why) {
         return true;
     s->state = S_FAILED;
     watch(s, false, false);
+    plain_check_end(s);
     s->depth++;
     s->hooks->failed(s->arg, why);
     s->depth--;
@@ -99,16 +122,98 @@ static bool report_failure(dlock__sock *s, const char *why) {
 
 /* ---- TLS --------------------------------------------------------------------------------- */
 
+/* "host:port" of the server, for a message. */
+static const char *server_where(const dlock__sock *s, char *buf, size_t size) {
+    const char *host = s->host ? s->host : "?";
+    snprintf(buf, size, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, s->port);
+    return buf;
+}
+
 static void tls_failed(dlock__sock *s, int ret, bool handshake) {
     int sys_errno = errno;
     int ssl_error = SSL_get_error(s->ssl, ret);
-    char why[320];
+    char why[320], where[300];
     dlock__tls_failure(s->ssl, ssl_error, sys_errno, handshake, dlock__tls_has_client_cert(s->tls),
-                       s->received == 0, why, sizeof(why));
+                       s->received == 0, server_where(s, where, sizeof(where)), why, sizeof(why));
     report_failure(s, why);
 }
 
+/* ---- is it a plain-text port? ------------------------------------------------------------ */
+
+static void plain_check_end(dlock__sock *s) {
+    plain_check *p = &s->plain;
+    if (p->timer_running)
+        dlock__loop_timer_stop(s->loop, &p->timer);
+    p->timer_running = false;
+    if (p->fd < 0)
+        return;
+    if (p->reading)
+        dlock__loop_io_stop(s->loop, &p->reader);
+    if (p->writing)
+        dlock__loop_io_stop(s->loop, &p->writer);
+    p->reading = p->writing = false;
+    close(p->fd);
+    p->fd = -1;
+}
+
+static void plain_check_readable(void *arg) {
+    dlock__sock *s = arg;
+    char answer[16];
+    ssize_t n = recv(s->plain.fd, answer, sizeof(answer) - 1, 0);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    plain_check_end(s);
+    /* "+PONG", "-NOAUTH ...", "-ERR ...": RESP, so no TLS; anything else proves nothing */
+    if (n <= 0 || (answer[0] != '+' && answer[0] != '-') || s->state != S_HANDSHAKE)
+        return;
+    answer[n] = '\0';
+    answer[strcspn(answer, "\r\n")] = '\0';
+    char why[320], where[300];
+    dlock__tls_plain_text_text(server_where(s, where, sizeof(where)), answer, why, sizeof(why));
+    report_failure(s, why);
+}
+
+static void plain_check_writable(void *arg) {
+    dlock__sock *s = arg;
+    plain_check *p = &s->plain;
+    int error = 0;
+    socklen_t len = sizeof(error);
+    if (getsockopt(p->fd, SOL_SOCKET, SO_ERROR, &error, &len) != 0 || error != 0 ||
+        send(p->fd, "PING\r\n", 6, MSG_NOSIGNAL) != 6) {
+        plain_check_end(s);
+        return;
+    }
+    dlock__loop_io_stop(s->loop, &p->writer);
+    p->writing = false;
+    dlock__loop_io_start(s->loop, &p->reader);
+    p->reading = true;
+}
+
+/* The handshake has heard nothing for PLAIN_CHECK_MS: ask the same address in plain text. */
+static void plain_check_start(void *arg) {
+    dlock__sock *s = arg;
+    plain_check *p = &s->plain;
+    p->timer_running = false;
+    struct sockaddr_storage peer;
+    socklen_t len = sizeof(peer);
+    if (s->state != S_HANDSHAKE || dlock__tls_heard(s->ssl) > 0 ||
+        getpeername(s->fd, (struct sockaddr *)&peer, &len) != 0)
+        return;
+    p->fd = socket(peer.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (p->fd < 0)
+        return;
+    if (connect(p->fd, (struct sockaddr *)&peer, len) != 0 && errno != EINPROGRESS) {
+        plain_check_end(s);
+        return;
+    }
+    dlock__loop_io_init(&p->reader, p->fd, false, plain_check_readable, s);
+    dlock__loop_io_init(&p->writer, p->fd, true, plain_check_writable, s);
+    dlock__loop_io_start(s->loop, &p->writer);
+    p->writing = true;
+}
+
 static void become_open(dlock__sock *s) {
+    plain_check_end(s);
     s->state = S_OPEN;
     watch(s, true, s->out_len > s->out_off);
     s->depth++;
@@ -151,6 +256,8 @@ static void connected(dlock__sock *s) {
         return;
     }
     s->state = S_HANDSHAKE;
+    dlock__loop_timer_start(s->loop, &s->plain.timer, PLAIN_CHECK_MS);
+    s->plain.timer_running = true;
     handshake_step(s);
 }
 
@@ -510,6 +617,7 @@ static void sock_free(dlock__sock *s) {
     if (s->send_deferred)
         dlock__loop_undefer(s->loop, send_borrowed, s);
     resolve_detach(s);
+    plain_check_end(s);
     if (s->ssl)
         dlock__tls_session_free(s->ssl); /* no close_notify: the peer sees the close */
     close_fd(s);
@@ -581,6 +689,9 @@ dlock__sock *dlock__sock_open(dlock__loop *loop, const dlock__endpoint *ep, dloc
     s->hooks = hooks;
     s->arg = arg;
     s->fd = -1;
+    s->port = ep->port;
+    s->plain.fd = -1;
+    dlock__loop_timer_init(&s->plain.timer, plain_check_start, s);
     s->tls = ep->tls ? tls : NULL;
     if (ep->tls && !tls) {
         snprintf(err, errlen, "TLS asked for, but the client has no TLS settings");

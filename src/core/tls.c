@@ -10,7 +10,11 @@
  * The server is verified by its certificate chain and by its name: a host name against the
  * certificate's DNS names, an IP address against its IP addresses. A failure is never
  * papered over: sock.c reports it, the link counts a failed attempt (DLOCK_ECONN with the
- * text made here) and backs off; nothing falls back to plaintext.
+ * text made here) and backs off; nothing falls back to plaintext. The text names the likely
+ * cause: a server whose first bytes are RESP, not a TLS record, is a plain-text port (the
+ * BIO below keeps those bytes); one that said nothing at all during the handshake never got
+ * as far as asking for a client certificate. A file of the URL that cannot be opened is
+ * named with the system's reason before OpenSSL is asked (it would say only "system lib").
  *
  * A session's bytes go through a socket BIO of our own rather than OpenSSL's: OpenSSL's
  * writes with write(), and a write to a connection the server closed raises SIGPIPE, which
@@ -53,6 +57,20 @@ static const char *openssl_reason(char *buf, size_t size, const char *fallback) 
     return buf;
 }
 
+/* A file of the URL that cannot be opened, said as the system says it ("No such file or
+ * directory", "Permission denied") with its path: OpenSSL would only say "system lib". */
+static bool unreadable(dlock__tls *tls, char *err, size_t errlen, const char *what,
+                       const char *path) {
+    FILE *f = fopen(path, "r");
+    if (f) {
+        fclose(f);
+        return false;
+    }
+    snprintf(err, errlen, "TLS: cannot read %s %s: %s", what, path, strerror(errno));
+    dlock__tls_free(tls);
+    return true;
+}
+
 static int setup_failed(dlock__tls *tls, char *err, size_t errlen, const char *what,
                         const char *path) {
     char reason[160];
@@ -80,6 +98,8 @@ int dlock__tls_new(const dlock__endpoint *ep, dlock__tls **out, char *err, size_
         return DLOCK_ENOMEM;
     }
     if (ep->tls_cacert) {
+        if (unreadable(tls, err, errlen, "cacert", ep->tls_cacert))
+            return DLOCK_EINVAL;
         if (SSL_CTX_load_verify_locations(tls->ctx, ep->tls_cacert, NULL) != 1)
             return setup_failed(tls, err, errlen, "cacert", ep->tls_cacert);
     } else if (SSL_CTX_set_default_verify_paths(tls->ctx) != 1) {
@@ -91,6 +111,9 @@ int dlock__tls_new(const dlock__endpoint *ep, dlock__tls **out, char *err, size_
             snprintf(err, errlen, "bad URL: cert= and key= go together (mutual TLS)");
             return DLOCK_EINVAL;
         }
+        if (unreadable(tls, err, errlen, "cert", ep->tls_cert) ||
+            unreadable(tls, err, errlen, "key", ep->tls_key))
+            return DLOCK_EINVAL;
         if (SSL_CTX_use_certificate_chain_file(tls->ctx, ep->tls_cert) != 1)
             return setup_failed(tls, err, errlen, "cert", ep->tls_cert);
         if (SSL_CTX_use_PrivateKey_file(tls->ctx, ep->tls_key, SSL_FILETYPE_PEM) != 1)
@@ -114,8 +137,16 @@ void dlock__tls_free(dlock__tls *tls) {
 
 /* ---- the socket BIO ------------------------------------------------------------------------ */
 
+/* What a session's BIO knows: its socket, and the first bytes the server sent, which tell
+ * a TLS record (content type 20-23) from a plain-text answer (RESP: '+', '-', ...). */
+typedef struct bio_state {
+    int fd;
+    size_t received;
+    unsigned char first[8];
+} bio_state;
+
 static int bio_fd(BIO *b) {
-    return (int)(intptr_t)BIO_get_data(b);
+    return ((bio_state *)BIO_get_data(b))->fd;
 }
 
 static bool try_again(int err) {
@@ -134,6 +165,11 @@ static int bio_write(BIO *b, const char *buf, int len) {
 static int bio_read(BIO *b, char *buf, int len) {
     errno = 0;
     ssize_t n = recv(bio_fd(b), buf, (size_t)len, 0);
+    bio_state *state = BIO_get_data(b);
+    for (ssize_t i = 0; i < n && state->received < sizeof(state->first); i++)
+        state->first[state->received++] = (unsigned char)buf[i];
+    if (n > 0 && state->received == sizeof(state->first))
+        state->received += (size_t)n; /* only whether more came counts from here */
     BIO_clear_retry_flags(b);
     if (n < 0 && try_again(errno))
         BIO_set_retry_read(b);
@@ -163,13 +199,20 @@ static long bio_ctrl(BIO *b, int cmd, long num, void *ptr) {
     }
 }
 
+static int bio_destroy(BIO *b) {
+    dlock__free(BIO_get_data(b));
+    BIO_set_data(b, NULL);
+    return 1;
+}
+
 static BIO_METHOD *nosignal_method;
 
 static void nosignal_method_make(void) {
     BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK | BIO_TYPE_DESCRIPTOR,
                                  "dlock socket (MSG_NOSIGNAL)");
     if (m && BIO_meth_set_write(m, bio_write) == 1 && BIO_meth_set_read(m, bio_read) == 1 &&
-        BIO_meth_set_puts(m, bio_puts) == 1 && BIO_meth_set_ctrl(m, bio_ctrl) == 1) {
+        BIO_meth_set_puts(m, bio_puts) == 1 && BIO_meth_set_ctrl(m, bio_ctrl) == 1 &&
+        BIO_meth_set_destroy(m, bio_destroy) == 1) {
         nosignal_method = m; /* one per process, for its lifetime */
         return;
     }
@@ -180,11 +223,15 @@ static void nosignal_method_make(void) {
 static BIO *nosignal_bio(int fd) {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, nosignal_method_make);
-    BIO *b = nosignal_method ? BIO_new(nosignal_method) : NULL;
-    if (b) {
-        BIO_set_data(b, (void *)(intptr_t)fd);
-        BIO_set_init(b, 1);
+    bio_state *state = dlock__calloc(1, sizeof(*state));
+    BIO *b = nosignal_method && state ? BIO_new(nosignal_method) : NULL;
+    if (!b) {
+        dlock__free(state);
+        return NULL;
     }
+    state->fd = fd;
+    BIO_set_data(b, state);
+    BIO_set_init(b, 1);
     return b;
 }
 
@@ -231,10 +278,45 @@ bool dlock__tls_has_client_cert(const dlock__tls *tls) {
     return tls->has_client_cert;
 }
 
+size_t dlock__tls_heard(void *session) {
+    const bio_state *state = BIO_get_data(SSL_get_rbio(session));
+    return state ? state->received : 0;
+}
+
+/* Whether what the server sent first is RESP, not a TLS record: a plain-text port. */
+static bool heard_plain_text(SSL *ssl) {
+    const bio_state *state = BIO_get_data(SSL_get_rbio(ssl));
+    return state && state->received > 0 && strchr("+-:$*_", state->first[0]) &&
+           state->first[0] != '\0';
+}
+
+void dlock__tls_plain_text_text(const char *where, const char *answer, char *buf, size_t size) {
+    snprintf(buf, size,
+             "TLS handshake failed: the server at %s answered in plain text%s%s%s, not TLS: is "
+             "it a TLS port? use redis:// for a plain-text port, or the server's tls-port",
+             where, answer[0] ? " (\"" : "", answer, answer[0] ? "\")" : "");
+}
+
 void dlock__tls_failure(void *session, int ssl_error, int sys_errno, bool in_handshake,
-                        bool client_cert, bool nothing_received, char *buf, size_t size) {
+                        bool client_cert, bool nothing_received, const char *where, char *buf,
+                        size_t size) {
     SSL *ssl = session;
     char reason[200];
+    if (in_handshake && heard_plain_text(ssl)) {
+        const bio_state *state = BIO_get_data(SSL_get_rbio(ssl));
+        char answer[sizeof(state->first) + 1];
+        size_t n = 0;
+        for (; n < sizeof(state->first) && n < state->received; n++) {
+            unsigned char ch = state->first[n];
+            if (ch == '\r' || ch == '\n')
+                break;
+            answer[n] = ch >= 0x20 && ch < 0x7f ? (char)ch : '?';
+        }
+        answer[n] = '\0';
+        ERR_clear_error();
+        dlock__tls_plain_text_text(where, answer, buf, size);
+        return;
+    }
     long verify = in_handshake ? SSL_get_verify_result(ssl) : X509_V_OK;
     if (verify != X509_V_OK) {
         ERR_clear_error();
@@ -254,12 +336,19 @@ void dlock__tls_failure(void *session, int ssl_error, int sys_errno, bool in_han
     ERR_clear_error();
     /* Under TLS 1.3 the client's handshake ends before the server has checked the client's
      * certificate: a server that wants one it did not get says so with an alert, or only
-     * with a reset, on the first read. */
-    const char *hint = !client_cert && (in_handshake || nothing_received)
-                           ? "; the server may require a client certificate (cert=...&key=...)"
-                           : "";
+     * with a reset, on the first read. A server that sent nothing at all during the
+     * handshake never got that far (a TLS server answers the hello before it asks for a
+     * certificate): it is no TLS server, or not one on that port. */
+    bool heard = dlock__tls_heard(ssl) > 0;
+    const char *hint =
+        !client_cert && ((in_handshake && heard) || (!in_handshake && nothing_received))
+            ? "; the server may require a client certificate (cert=...&key=...)"
+            : "";
     const char *hint_port =
-        in_handshake && strstr(reason, "wrong version number") ? " (is this a TLS port?)" : "";
+        in_handshake && (!heard || strstr(reason, "wrong version number"))
+            ? " (it did not answer the TLS handshake: is this a TLS port? use redis:// for a "
+              "plain-text one)"
+            : "";
     snprintf(buf, size, "TLS%s: %s%s%s", in_handshake ? " handshake failed" : "", reason, hint_port,
              hint);
 }
