@@ -174,9 +174,55 @@ static void test_a_slot_without_a_master_waits_then_names_the_slot_and_heals(voi
     ASSERT_OK(dlock_client_free(quick));
 }
 
+/* A master gives its slot to another (CLUSTER SETSLOT NODE on it alone): it answers MOVED
+ * to the other, which still names it as the owner and answers MOVED back. The call fails
+ * when its time is up, its text quoting the last MOVED (it read "Redis connection failed");
+ * once the slot is taken back, the same client works again. */
+static void test_a_moved_loop_fails_quoting_the_last_moved(void **state) {
+    (void)state;
+    test_watchdog_arm(120, __func__);
+    const char *key = "bounced";
+    int slot = dlock__slot_of(key, strlen(key));
+    int owner = cluster_fixture_node_of_slot(fx, slot);
+    assert_true(owner >= 0);
+    int other = -1;
+    for (int i = 0; i < CLUSTER_FIXTURE_NODES && other < 0; i++)
+        if (i != owner && cluster_fixture_is_master(fx, i))
+            other = i;
+    assert_true(other >= 0);
+    dlock_client *c = client_with(500, 1);
+    dlock_lock *l;
+    ASSERT_OK(dlock_lock_new(c, key, &l));
+
+    redisReply *r = redis_fixture_cmd(cluster_fixture_node(fx, owner), "CLUSTER SETSLOT %d NODE %s",
+                                      slot, cluster_fixture_node_id(fx, other));
+    assert_non_null(r);
+    assert_int_not_equal(r->type, REDIS_REPLY_ERROR);
+    freeReplyObject(r);
+    int rc = dlock_lock_try_acquire(l, 0, 30000);
+    if (rc != DLOCK_ECONN || !strstr(dlock_last_error(), "\"MOVED "))
+        fail_msg("%s: %s", dlock_err_name(rc), dlock_last_error());
+    print_message("%s\n", dlock_last_error());
+
+    r = redis_fixture_cmd(cluster_fixture_node(fx, owner), "CLUSTER SETSLOT %d NODE %s", slot,
+                          cluster_fixture_node_id(fx, owner));
+    assert_non_null(r);
+    freeReplyObject(r);
+    bool back = false;
+    for (int64_t until = test_now_ms() + test_slack_ms(10000); !back;) {
+        back = dlock_lock_try_acquire(l, 0, 30000) == DLOCK_OK;
+        if (!back && test_now_ms() >= until)
+            fail_msg("after the slot was taken back: %s", dlock_last_error());
+    }
+    ASSERT_OK(dlock_lock_release(l));
+    dlock_lock_free(l);
+    ASSERT_OK(dlock_client_free(c));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_slot_without_a_master_waits_then_names_the_slot_and_heals),
+        cmocka_unit_test(test_a_moved_loop_fails_quoting_the_last_moved),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
