@@ -7,9 +7,10 @@
  *   - a call on another slot, which the nodes refuse with CLUSTERDOWN while coverage is
  *     incomplete (cluster-require-full-coverage yes), fails quoting CLUSTERDOWN;
  *   - once the slot has its master again, the same client works on it.
- * (The client answered DLOCK_ECLOSED, "client or handle is closed", and kept doing so after
- * the cluster was whole again; every failure read "Redis connection failed".)
- * One cluster for the file; the test leaves every slot assigned as it found it. */
+ * And a MOVED loop (a master that gave its slot away alone: it and the other each name the
+ * other as the owner) fails at the call's time quoting the last MOVED.
+ * (Every such failure read "Redis connection failed".)
+ * One cluster for the file; each test leaves every slot assigned as it found it. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
