@@ -77,6 +77,7 @@ typedef struct soak_config {
     int64_t watchdog_ms;  /* the clients' watchdog_ms */
     int64_t timeout_ms;   /* the clients' timeout_ms */
     int64_t retry_ms;     /* the clients' retry_delay_ms */
+    bool topology;        /* SOAK_TOPOLOGY: also a Sentinel and a Cluster, when possible */
     const char *selftest; /* SOAK_SELFTEST: "", "leak", "overlap" or "lost" */
     const char *out_dir;  /* SOAK_OUT: where samples.csv and faults.csv go */
 } soak_config;
@@ -128,11 +129,17 @@ long soak_bad_outcomes(void);
 const char *soak_first_bad(void);
 
 /* ---- faults (soak_faults.c) ------------------------------------------------------------ */
+typedef struct sentinel_fixture sentinel_fixture;
+typedef struct cluster_fixture cluster_fixture;
 typedef struct soak_targets {
-    redis_fixture *redis; /* the server every client talks to */
+    redis_fixture *redis;       /* the server the three main clients talk to */
+    sentinel_fixture *sentinel; /* NULL: no Sentinel failovers */
+    cluster_fixture *cluster;   /* NULL: no Cluster resharding */
+    int cluster_name_base;      /* the Cluster workers' first name index */
 } soak_targets;
 
-/* The fault thread: injects the next fault of the rotation every fault_ms. */
+/* The fault thread: injects the next fault of the rotation every fault_ms (the Sentinel
+ * failover and the Cluster resharding join the rotation when their targets are there). */
 int soak_faults_start(const soak_targets *t);
 void soak_faults_stop(void);
 /* A lost lease (or a release that found the hold gone) at now: logged with its cause. */
@@ -147,8 +154,10 @@ void soak_faults_report(const char *dir);
 bool soak_in_fault_window(int64_t t_ms);
 
 /* ---- the two faces -------------------------------------------------------------------- */
-/* Starts cfg.threads blocking threads on each of the two clients, plus the long holders. */
-int soak_blocking_start(dlock_client *a, dlock_client *b);
+/* Starts cfg.threads blocking threads on each of the two clients, plus a long holder on
+ * each, on names name_base .. name_base + names - 1 (composites take one member of each
+ * client; a and b may be the same client). label names them in messages. */
+int soak_blocking_start(dlock_client *a, dlock_client *b, int name_base, const char *label);
 void soak_blocking_join(void);
 /* Starts the loop thread with its own client on url; agents also use member locks on
  * `other` (a blocking client) for cross-client composites. */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* soak_blocking.c - the blocking face of the soak: soak_cfg.threads threads on each of two
- * clients, plus one long holder per client.
+ * clients, plus one long holder per client (and as many on the Sentinel and Cluster
+ * clients, each with its own range of names).
  *
  * A worker thread runs the kinds in turn (each thread starting at a different kind, so
  * that every kind runs at once somewhere) on names picked at random from a pool of
@@ -29,21 +30,23 @@ typedef struct worker {
     pthread_t thread;
     dlock_client *mine;
     dlock_client *other;
-    int client_index;
+    int name_base; /* this worker's names are name_base .. name_base + names - 1 */
     int id;
     bool long_holder;
     char who[64];
 } worker;
 
-static worker *workers;
+#define MAX_WORKERS 256
+
+static worker workers[MAX_WORKERS];
 static int worker_count;
 
 static int64_t pick_lease(void) {
     return (soak_rand() & 1) ? DLOCK_WATCHDOG : FIXED_LEASE_MS;
 }
 
-static int pick_name(void) {
-    return (int)(soak_rand() % (uint32_t)soak_cfg.names);
+static int pick_name(const worker *w) {
+    return w->name_base + (int)(soak_rand() % (uint32_t)soak_cfg.names);
 }
 
 static void hold_briefly(void) {
@@ -64,11 +67,12 @@ static void mark_leave(enum soak_kind k, enum soak_group g, int idx) {
         soak_leave_exclusive(g, idx);
 }
 
-/* SOAK_SELFTEST=overlap: half of the reentrant-lock sections on name 0 skip the lock. */
-static bool selftest_skip_lock(enum soak_kind k, int *idx) {
+/* SOAK_SELFTEST=overlap: half of the reentrant-lock sections on the first name skip the
+ * lock. */
+static bool selftest_skip_lock(const worker *w, enum soak_kind k, int *idx) {
     if (k != SOAK_LOCK || strcmp(soak_cfg.selftest, "overlap") != 0)
         return false;
-    *idx = 0;
+    *idx = w->name_base;
     return soak_rand() & 1;
 }
 
@@ -79,9 +83,9 @@ static void run_single_lock(worker *w, enum soak_kind k) {
         [SOAK_SPIN] = GROUP_SPIN, [SOAK_READ] = GROUP_RW,       [SOAK_WRITE] = GROUP_RW,
     };
     enum soak_group g = group_of[k];
-    int idx = pick_name();
+    int idx = pick_name(w);
     char name[64];
-    if (selftest_skip_lock(k, &idx)) {
+    if (selftest_skip_lock(w, k, &idx)) {
         mark_enter(k, g, idx, w->who);
         hold_briefly();
         mark_leave(k, g, idx);
@@ -145,7 +149,7 @@ static void run_single_lock(worker *w, enum soak_kind k) {
 }
 
 static void run_semaphore(worker *w) {
-    int idx = pick_name();
+    int idx = pick_name(w);
     char name[64];
     soak_name(name, GROUP_SEMAPHORE, idx, NULL);
     dlock_semaphore *s = NULL;
@@ -169,7 +173,7 @@ static void run_semaphore(worker *w) {
 }
 
 static void run_permits(worker *w) {
-    int idx = pick_name();
+    int idx = pick_name(w);
     char name[64];
     soak_name(name, GROUP_PERMITS, idx, NULL);
     dlock_permits *p = NULL;
@@ -194,7 +198,7 @@ static void run_permits(worker *w) {
 }
 
 static void run_latch(worker *w) {
-    int idx = pick_name();
+    int idx = pick_name(w);
     char name[64];
     soak_name(name, GROUP_LATCH, idx, NULL);
     dlock_latch *l = NULL;
@@ -216,9 +220,9 @@ static void run_latch(worker *w) {
 static void run_composite(worker *w, enum soak_kind k) {
     dlock_lock *members[3] = {NULL, NULL, NULL};
     size_t n = k == SOAK_MULTI ? 2 : 3;
-    int idx[2] = {pick_name(), pick_name()};
+    int idx[2] = {pick_name(w), pick_name(w)};
     if (k == SOAK_MULTI && idx[1] == idx[0])
-        idx[1] = (idx[0] + 1) % soak_cfg.names;
+        idx[1] = w->name_base + (idx[0] - w->name_base + 1) % soak_cfg.names;
     int rc = DLOCK_OK;
     for (size_t i = 0; i < n && rc == DLOCK_OK; i++) {
         char name[64];
@@ -284,7 +288,7 @@ static void run_kind(worker *w, enum soak_kind k) {
 
 /* A long holder: a watchdog lock kept LONG_HOLD_MS (or until the work ends). */
 static void run_long_hold(worker *w) {
-    int idx = (int)(soak_rand() % LONG_NAMES);
+    int idx = w->name_base + (int)(soak_rand() % LONG_NAMES);
     char name[64];
     soak_name(name, GROUP_LONG, idx, NULL);
     dlock_lock *l = NULL;
@@ -323,27 +327,28 @@ static void *worker_main(void *arg) {
     return NULL;
 }
 
-int soak_blocking_start(dlock_client *a, dlock_client *b) {
+int soak_blocking_start(dlock_client *a, dlock_client *b, int name_base, const char *label) {
     dlock_client *clients[2] = {a, b};
     int per_client = soak_cfg.threads + 1;
-    worker_count = 2 * per_client;
-    workers = calloc((size_t)worker_count, sizeof *workers);
-    if (!workers)
-        return -1;
-    for (int i = 0; i < worker_count; i++) {
-        worker *w = &workers[i];
-        w->client_index = i / per_client;
-        w->mine = clients[w->client_index];
-        w->other = clients[1 - w->client_index];
+    for (int i = 0; i < 2 * per_client; i++) {
+        if (worker_count == MAX_WORKERS) {
+            fprintf(stderr, "soak: more than %d workers\n", MAX_WORKERS);
+            return -1;
+        }
+        worker *w = &workers[worker_count];
+        int client_index = i / per_client;
+        w->mine = clients[client_index];
+        w->other = clients[1 - client_index];
+        w->name_base = name_base;
         w->id = i;
         w->long_holder = i % per_client == soak_cfg.threads;
-        snprintf(w->who, sizeof w->who, "blocking client %d %s %d", w->client_index,
+        snprintf(w->who, sizeof w->who, "%s client %d %s %d", label, client_index + 1,
                  w->long_holder ? "long holder" : "thread", i % per_client);
         if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
             fprintf(stderr, "soak: pthread_create failed\n");
-            worker_count = i;
             return -1;
         }
+        worker_count++;
     }
     return 0;
 }
@@ -351,7 +356,5 @@ int soak_blocking_start(dlock_client *a, dlock_client *b) {
 void soak_blocking_join(void) {
     for (int i = 0; i < worker_count; i++)
         pthread_join(workers[i].thread, NULL);
-    free(workers);
-    workers = NULL;
     worker_count = 0;
 }

@@ -8,6 +8,10 @@
  *   script-flush  SCRIPT FLUSH: every cached script must be loaded again
  *   debug-sleep   DEBUG SLEEP 1: the server answers nothing for a second
  *   sigstop       SIGSTOP, 1 s, SIGCONT: the same seen from outside the server
+ * and, when the soak runs its Sentinel and Cluster fixtures, on those:
+ *   sentinel-failover  SENTINEL FAILOVER (once the replica is in sync): the master moves
+ *   cluster-reshard    the slot of one of the Cluster workers' names moves to another
+ *                      master (MIGRATING/IMPORTING, MIGRATE, SETSLOT NODE)
  * and logs its window (from just before it to when it was over).
  *
  * A lease lost (a lost callback, a release that says DLOCK_ELOST or finds nothing to
@@ -22,6 +26,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cluster_fixture.h"
+#include "sentinel_fixture.h"
 #include "soak.h"
 
 #define MAX_FAULTS 8192
@@ -50,9 +56,19 @@ static atomic_bool fault_stop;
 static bool fault_started;
 static soak_targets targets;
 
-static const char *const rotation[] = {"kill-normal", "kill-pubsub", "script-flush", "debug-sleep",
-                                       "sigstop"};
+static const char *const rotation[] = {"kill-normal",    "kill-pubsub",       "script-flush",
+                                       "debug-sleep",    "sentinel-failover", "sigstop",
+                                       "cluster-reshard"};
 #define ROTATION (sizeof rotation / sizeof rotation[0])
+
+/* Whether the rotation's fault has a target in this run. */
+static bool available(const char *what) {
+    if (!strcmp(what, "sentinel-failover"))
+        return targets.sentinel != NULL;
+    if (!strcmp(what, "cluster-reshard"))
+        return targets.cluster != NULL;
+    return true;
+}
 
 static int64_t grace_ms(void) {
     return soak_cfg.watchdog_ms + soak_cfg.timeout_ms + 2 * soak_cfg.retry_ms;
@@ -65,8 +81,30 @@ static bool reply_ok(redisReply *r) {
     return ok;
 }
 
+/* Moves the slot of one of the Cluster workers' names to the next master. */
+static bool reshard(void) {
+    cluster_fixture *f = targets.cluster;
+    char name[64];
+    int idx = targets.cluster_name_base + (int)(soak_rand() % (uint32_t)soak_cfg.names);
+    soak_name(name, (enum soak_group)(soak_rand() % GROUP_LONG), idx, NULL);
+    int slot = cluster_fixture_slot_of_key(f, name);
+    int owner = slot < 0 ? -1 : cluster_fixture_node_of_slot(f, slot);
+    if (owner < 0)
+        return false;
+    for (int step = 1; step < CLUSTER_FIXTURE_NODES; step++) {
+        int to = (owner + step) % CLUSTER_FIXTURE_NODES;
+        if (cluster_fixture_is_master(f, to))
+            return cluster_fixture_migrate_slot(f, slot, to) == 0;
+    }
+    return false;
+}
+
 static bool inject(const char *what) {
     redis_fixture *f = targets.redis;
+    if (!strcmp(what, "sentinel-failover"))
+        return sentinel_fixture_failover(targets.sentinel) >= 0;
+    if (!strcmp(what, "cluster-reshard"))
+        return reshard();
     if (!strcmp(what, "kill-normal"))
         return redis_fixture_client_kill_type(f, "normal") >= 0;
     if (!strcmp(what, "kill-pubsub"))
@@ -110,7 +148,14 @@ static void *fault_main(void *arg) {
         if (i >= MAX_FAULTS)
             continue;
         fault_window *w = &faults[i];
-        w->what = rotation[turn++ % ROTATION];
+        do
+            w->what = rotation[turn++ % ROTATION];
+        while (!available(w->what));
+        /* A failover needs a replica in sync: the old master becomes one 8-18 s after the
+         * previous failover. Waiting for it is not part of the fault's window. */
+        if (!strcmp(w->what, "sentinel-failover") &&
+            sentinel_fixture_wait_synced(targets.sentinel, 60000) != 0)
+            fprintf(stderr, "soak: the Sentinel replica is not in sync\n");
         w->start_ms = soak_now_ms();
         w->ok = inject(w->what);
         w->end_ms = soak_now_ms();

@@ -2,7 +2,8 @@
 /* soak_main.c - dlock_soak: dlock run as a service runs, for SOAK_S seconds, with faults.
  *
  * Phases: start a private redis-server (tests/support's redis_fixture) and three clients
- * on it (two blocking, one on the soak's own libev loop); work for SOAK_S with faults on a
+ * on it (two blocking, one on the soak's own libev loop), and, with SOAK_TOPOLOGY, a
+ * Sentinel set and a Cluster with one blocking client each; work for SOAK_S with faults on a
  * schedule, sampling every SOAK_SAMPLE_S; stop the work and wait until every call has
  * returned and the gauges are idle; free the clients and check that the process's
  * descriptors and threads are back where they were before them, and that no lock is left
@@ -18,7 +19,10 @@
  *   SOAK_THREADS    blocking threads per client (3)
  *   SOAK_AGENTS     async agents (4)
  *   SOAK_NAMES      names per kind (16, at most 256)
- *   SOAK_PACE_MS    pause between one worker's operations (5)
+ *   SOAK_TOPOLOGY   1: also run workers on a Sentinel and on a Cluster (sentinel_fixture,
+ *                   cluster_fixture), with failovers and resharding among the faults,
+ *                   when redis-sentinel and the cluster can be started (1); 0: not
+ *   SOAK_PACE_MS    pause between one worker's operations (20)
  *   SOAK_OUT        directory for samples.csv, faults.csv, lost.csv (.)
  *   SOAK_SELFTEST   leak | overlap | lost: inject a defect the run must fail on
  */
@@ -29,6 +33,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cluster_fixture.h"
+#include "sentinel_fixture.h"
 #include "soak.h"
 #include "soak_series.h"
 
@@ -89,8 +95,9 @@ static void configure(void) {
     soak_cfg.fault_ms = env_int("SOAK_FAULT_S", 30, 0, 3600) * 1000;
     soak_cfg.threads = (int)env_int("SOAK_THREADS", 3, 1, 64);
     soak_cfg.agents = (int)env_int("SOAK_AGENTS", 4, 1, 256);
-    soak_cfg.names = (int)env_int("SOAK_NAMES", 16, 2, SOAK_MAX_NAMES);
-    soak_cfg.pace_ms = env_int("SOAK_PACE_MS", 5, 0, 60000);
+    soak_cfg.names = (int)env_int("SOAK_NAMES", 16, 2, SOAK_MAX_NAMES / 3);
+    soak_cfg.topology = env_int("SOAK_TOPOLOGY", 1, 0, 1) == 1;
+    soak_cfg.pace_ms = env_int("SOAK_PACE_MS", 20, 0, 60000);
     soak_cfg.watchdog_ms = 6000;
     soak_cfg.timeout_ms = 3000;
     soak_cfg.retry_ms = 500;
@@ -121,6 +128,35 @@ static long lock_keys_left(redis_fixture *redis) {
     return n;
 }
 
+/* The Sentinel set and the Cluster, when they can be started: a run without them says so
+ * and goes on. Every admin connection the faults will use is opened now, so that opening
+ * one later does not count as a descriptor leak. */
+static void start_topology(soak_targets *t) {
+    if (sentinel_fixture_start(NULL, &t->sentinel) != 0) {
+        printf("soak: no Sentinel (see above): no sentinel-failover faults\n");
+        t->sentinel = NULL;
+    }
+    for (int i = 0; t->sentinel && i < SENTINEL_FIXTURE_NODES; i++)
+        redis_fixture_int(sentinel_fixture_node(t->sentinel, i), "DBSIZE");
+    if (cluster_fixture_start(NULL, &t->cluster) != 0) {
+        printf("soak: no Cluster (see above): no cluster-reshard faults\n");
+        t->cluster = NULL;
+    }
+    for (int i = 0; t->cluster && i < CLUSTER_FIXTURE_NODES; i++)
+        redis_fixture_int(cluster_fixture_node(t->cluster, i), "DBSIZE");
+    t->cluster_name_base = 2 * soak_cfg.names;
+    fflush(stdout);
+}
+
+static int topology_client(const char *url, const dlock_options *base, dlock_client **out) {
+    dlock_options o = *base;
+    o.url = url;
+    int rc = dlock_client_new(&o, out);
+    if (rc != DLOCK_OK)
+        fprintf(stderr, "soak: client of %s: %s\n", url, dlock_err_name(rc));
+    return rc == DLOCK_OK ? 0 : -1;
+}
+
 /* Polls cond for up to budget_ms; true once it holds. */
 #define WAIT_UNTIL(cond, budget_ms)                                                                \
     ({                                                                                             \
@@ -147,6 +183,9 @@ int main(void) {
     redis_fixture *redis = NULL;
     if (redis_fixture_start(NULL, &redis) != 0)
         return 2;
+    soak_targets targets = {.redis = redis};
+    if (soak_cfg.topology)
+        start_topology(&targets);
     long fds_before = soak_count_fds(), threads_before = soak_count_threads();
 
     dlock_options o;
@@ -167,8 +206,20 @@ int main(void) {
         return 2;
     clients[2] = soak_async_client();
 
-    soak_targets targets = {.redis = redis};
-    if (soak_faults_start(&targets) != 0 || soak_blocking_start(clients[0], clients[1]) != 0)
+    if (targets.sentinel &&
+        topology_client(sentinel_fixture_url(targets.sentinel), &o, &clients[3]) != 0)
+        return 2;
+    if (targets.cluster) {
+        char url[512];
+        snprintf(url, sizeof url, "redis-cluster://%s", cluster_fixture_hosts(targets.cluster));
+        if (topology_client(url, &o, &clients[4]) != 0)
+            return 2;
+    }
+    if (soak_faults_start(&targets) != 0 ||
+        soak_blocking_start(clients[0], clients[1], 0, "blocking") != 0 ||
+        (clients[3] && soak_blocking_start(clients[3], clients[3], soak_cfg.names, "sentinel")) ||
+        (clients[4] &&
+         soak_blocking_start(clients[4], clients[4], targets.cluster_name_base, "cluster")))
         return 2;
 
     /* The work phase. */
@@ -198,8 +249,8 @@ int main(void) {
 
     soak_async_finish();
     clients[2] = NULL;
-    dlock_client_free(clients[0]);
-    dlock_client_free(clients[1]);
+    for (int i = 0; i < SOAK_CLIENTS; i++)
+        dlock_client_free(clients[i]);
     bool fds_back = WAIT_UNTIL(soak_count_fds() <= fds_before, 10000);
     bool threads_back = WAIT_UNTIL(soak_count_threads() <= threads_before, 10000);
     /* Holds a fault cut off expire by their lease: 30 s at most. */
@@ -266,6 +317,8 @@ int main(void) {
     }
     printf("%s\n", verdict ? "soak: FAIL" : "soak: PASS");
     soak_series_close();
+    cluster_fixture_stop(targets.cluster);
+    sentinel_fixture_stop(targets.sentinel);
     redis_fixture_stop(redis);
     return verdict;
 }

@@ -39,7 +39,7 @@ typedef struct series_def {
     bool idle_zero; /* a gauge whose idle value is 0 */
 } series_def;
 
-#define MAX_SERIES 64
+#define MAX_SERIES 96
 #define STATS_FIELDS 12
 
 static series_def defs[MAX_SERIES];
@@ -53,6 +53,10 @@ static FILE *csv;
 
 static int add(const char *name, enum series_kind kind, double abs_tol, double rel_tol,
                bool idle_zero) {
+    if (series_count == MAX_SERIES) {
+        fprintf(stderr, "soak: more than %d series\n", MAX_SERIES);
+        abort();
+    }
     series_def *d = &defs[series_count];
     snprintf(d->name, sizeof d->name, "%s", name);
     d->kind = kind;
@@ -62,7 +66,7 @@ static int add(const char *name, enum series_kind kind, double abs_tol, double r
     return series_count++;
 }
 
-static const char *const client_names[SOAK_CLIENTS] = {"c1", "c2", "async"};
+static const char *const client_names[SOAK_CLIENTS] = {"c1", "c2", "async", "sentinel", "cluster"};
 static const char *const stats_names[STATS_FIELDS] = {
     "calls_in_flight", "waits",         "leases_held", "subscriptions",
     "renewals_sent",   "renewals_late", "lag_max_ms",  "leases_lost",
@@ -261,24 +265,24 @@ int soak_series_judge(void) {
             mid = median(k, first + third, first + 2 * third, scratch);
             last = median(k, end - third, end, scratch);
         }
+        bool fails = false;
         if (d->kind == COUNTER) {
             snprintf(verdict, sizeof verdict, "counter");
         } else if (!can_judge) {
             snprintf(verdict, sizeof verdict, "not judged (%d rows after warm-up)", judged);
         } else {
             double tol = d->abs_tol + d->rel_tol * fabs(mid);
-            if (last > mid + tol) {
-                snprintf(verdict, sizeof verdict, "FAIL: trends up (+%.0f > %.0f)", last - mid,
-                         tol);
-                failing++;
-            } else {
-                snprintf(verdict, sizeof verdict, "ok");
-            }
+            fails = last > mid + tol;
+            snprintf(verdict, sizeof verdict, fails ? "FAIL: trends up (+%.0f > %.0f)" : "ok",
+                     last - mid, tol);
         }
         if (d->idle_zero && idle_row >= 0 && idle != 0) {
-            snprintf(verdict, sizeof verdict, "FAIL: %.0f at idle, must be 0", idle);
-            failing++;
+            size_t used = fails ? strlen(verdict) : 0;
+            snprintf(verdict + used, sizeof verdict - used, "%s%.0f at idle, must be 0",
+                     fails ? "; " : "FAIL: ", idle);
+            fails = true;
         }
+        failing += fails;
         printf("%-30s %12.0f %12.0f %12.0f %12.0f %12.0f  %s\n", d->name, base, mid, last, maxv,
                idle, verdict);
     }

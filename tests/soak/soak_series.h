@@ -6,7 +6,9 @@
 
 #include "soak.h"
 
-#define SOAK_CLIENTS 3 /* blocking client 1 and 2, the async client */
+/* blocking clients 1 and 2 and the async client on the one server, then the Sentinel and
+ * the Cluster clients (NULL when the run has no such fixture) */
+#define SOAK_CLIENTS 5
 
 /* Sizes the sample table for the whole run (touching it now) and opens samples.csv in
  * soak_cfg.out_dir. 0 or -1. */
