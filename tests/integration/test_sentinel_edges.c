@@ -9,7 +9,8 @@
  *     " +6379" is no address (the client never connects to it);
  *   - one sentinel's +switch-master that names an unreachable master does not shut the
  *     client out of the real master (it was passed over for 60 s): the new master failed
- *     its check, and no other sentinel said so.
+ *     its check, and no other sentinel said so; a second sentinel's report of it is
+ *     followed.
  * One fixture (1 master + 1 replica + 3 sentinels) for the file: no test changes which node
  * is the master. A fake sentinel is a plain redis-server (it takes SUBSCRIBE +switch-master
  * and refuses SENTINEL), or a reply_injector in front of one (it answers SENTINEL
@@ -224,19 +225,35 @@ static void test_a_sentinel_answer_with_a_nul_or_a_signed_port_is_no_address(voi
 
 /* ---- one sentinel's word -------------------------------------------------------------------- */
 
-static void test_one_sentinels_bogus_switch_does_not_shut_out_the_real_master(void **state) {
-    (void)state;
-    test_watchdog_arm(90, __func__);
-    /* a fourth "sentinel": a plain server, which takes SUBSCRIBE +switch-master */
+/* A plain server as a "sentinel": it takes SUBSCRIBE +switch-master (and refuses SENTINEL). */
+static redis_fixture *fake_sentinel_start(void) {
     redis_fixture *fake;
     redis_fixture_opts fo = {.tcp = true};
     assert_int_equal(redis_fixture_start(&fo, &fake), 0);
+    return fake;
+}
+
+static void publish_switch(redis_fixture *fake, const char *message) {
+    redisReply *r = redis_fixture_cmd(fake, "PUBLISH +switch-master %s", message);
+    assert_non_null(r);
+    assert_int_equal(r->integer, 1); /* the client's watch heard it */
+    freeReplyObject(r);
+}
+
+static void test_one_sentinels_bogus_switch_does_not_shut_out_the_real_master(void **state) {
+    (void)state;
+    test_watchdog_arm(120, __func__);
+    redis_fixture *fake[2] = {fake_sentinel_start(), fake_sentinel_start()};
     char *hosts = fixture_hosts();
-    char *url =
-        topo_asprintf("redis-sentinel://%s,127.0.0.1:%d/mymaster", hosts, redis_fixture_port(fake));
-    dlock_client *c = connect_client_cfg(NULL, (test_client_cfg){.url = url});
+    char *url = topo_asprintf("redis-sentinel://%s,127.0.0.1:%d,127.0.0.1:%d/mymaster", hosts,
+                              redis_fixture_port(fake[0]), redis_fixture_port(fake[1]));
+    /* calls give up after 2 s without a connection (the second part waits for one) */
+    dlock_client *c = connect_client_cfg(
+        NULL, (test_client_cfg){.url = url, .timeout_ms = 2000, .retry_attempts = TEST_NO_RETRY});
     bool subscribed = false;
-    POLL_UNTIL(subscribed, numsub(fake, "+switch-master") == 1, test_slack_ms(10000));
+    POLL_UNTIL(subscribed,
+               numsub(fake[0], "+switch-master") == 1 && numsub(fake[1], "+switch-master") == 1,
+               test_slack_ms(10000));
     assert_true(subscribed);
 
     int master = sentinel_fixture_master_index(fx);
@@ -247,10 +264,7 @@ static void test_one_sentinels_bogus_switch_does_not_shut_out_the_real_master(vo
     dlock_stats before, now;
     dlock_stats_init(&before);
     ASSERT_OK(dlock_client_stats(c, &before));
-    redisReply *r = redis_fixture_cmd(fake, "PUBLISH +switch-master %s", bogus);
-    assert_non_null(r);
-    assert_int_equal(r->integer, 1);
-    freeReplyObject(r);
+    publish_switch(fake[0], bogus);
 
     /* the client follows the report (its links go), finds the new master unreachable
      * and no other sentinel saying so, and its links are back on the real master: before,
@@ -270,11 +284,26 @@ static void test_one_sentinels_bogus_switch_does_not_shut_out_the_real_master(vo
     assert_int_equal(redis_fixture_int(real, "EXISTS after-bogus-switch"), 1);
     ASSERT_OK(dlock_lock_release(l));
     dlock_lock_free(l);
+
+    /* A second sentinel reports the same switch: two words are followed. The new master is
+     * still unreachable and the real one passed over, so calls fail naming the new one. */
+    publish_switch(fake[1], bogus);
+    char port_text[16];
+    snprintf(port_text, sizeof(port_text), ":%d", unreachable);
+    int rc = DLOCK_OK;
+    start = test_now_ms();
+    while (rc == DLOCK_OK && test_now_ms() - start < 30000)
+        rc = dlock_client_ping(c);
+    printf("# after a second report: %s (%s)\n", dlock_err_name(rc), dlock_last_error());
+    ASSERT_RC(rc, DLOCK_ECONN);
+    if (!strstr(dlock_last_error(), port_text))
+        fail_msg("the error does not name the reported master: %s", dlock_last_error());
     dlock_client_free(c);
     free(bogus);
     free(url);
     free(hosts);
-    redis_fixture_stop(fake);
+    redis_fixture_stop(fake[0]);
+    redis_fixture_stop(fake[1]);
 }
 
 int main(void) {
