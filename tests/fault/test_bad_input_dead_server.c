@@ -193,7 +193,9 @@ static void test_calls_on_a_client_whose_server_died_fail_with_econn_in_time(voi
     ASSERT_OK(dlock_client_ping(D.c));
 
     assert_int_equal(redis_fixture_kill(D.f), 0);
-    int64_t slack = test_slack_ms(1500);
+    /* seconds more: a loaded machine does not miss it, and a call that waited for anything
+     * but its own command limits would still be far beyond it */
+    int64_t slack = test_prompt_ms();
     for (size_t i = 0; i < BAD_COUNT(DEAD_TABLE); i++) {
         const dead_case *row = &DEAD_TABLE[i];
         int64_t start = test_now_ms();
