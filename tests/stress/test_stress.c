@@ -27,7 +27,11 @@
  * The harness: the test computes a deadline and forks the processes; each makes its own
  * client after the fork, its threads pick one of the objects at random for every section
  * until the deadline, and the process ends with test_child_exit(). Worker ids are
- * process * threads + thread. Figures are printed as "# ...". */
+ * process * threads + thread. Figures are printed as "# ...".
+ *
+ * It runs about 45 s: each load runs for a fixed time (the checker proves something only
+ * after many contended hand-overs), which is not a state to wait for; DLOCK_TEST_SCALE
+ * shortens the loads. Nothing in it bounds how fast anything happens. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
