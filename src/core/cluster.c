@@ -7,8 +7,8 @@
  * one after another, then the masters of the map. Before the first map, a seed that answers
  * something else than a map (a plain Redis: "ERR This instance has cluster support
  * disabled"; junk) is not asked again: once every seed has answered or failed, or
- * connect_timeout_ms has passed, the client is told why, in the seed's own words.
- * It is asked again
+ * connect_timeout_ms has passed, the client is told why, in the seed's own words. The map
+ * is asked again
  *   - when a node answers MOVED (the slot has a new owner; the one slot is fixed at once),
  *   - when a node's connection drops or cannot be made (a failover may be under way), and
  *     then every DOWN_POLL_MS while a master of the map is unreachable,
@@ -23,9 +23,9 @@
  * A command goes to the master of its slot (route.c computes it from the first key). A slot
  * that no master of the map serves (the cluster is partly down, or being repaired) is a
  * passing state: its commands are parked, the map read again (at a bounded rate), and a
- * command whose give-up time passes fails naming the slot. What a
- * node did not run is placed again, without counting as a send (conn.c's sends say how
- * often a command may have run):
+ * command whose give-up time passes fails naming the slot. What a node did not run is
+ * placed again, without counting as a send (conn.c's sends say how often a command may
+ * have run):
  *   MOVED slot addr  -> to addr, at once; the map learns that slot;
  *   ASK slot addr    -> to addr, once, behind ASKING (the slot is being migrated);
  *   TRYAGAIN, CLUSTERDOWN, READONLY -> parked PARK_MS (plus jitter), then to the slot's
@@ -56,7 +56,7 @@
  * the one used least recently among those with nothing in flight and no subscriber. */
 #define NODE_CONNECTIONS_MAX 256
 
-/* A host name of DNS's length, its brackets (IPv6), ':' and a port, and the NUL */
+/* A host name of DNS's length; an address adds brackets (IPv6), ':', a port and the NUL */
 #define HOST_MAX 255
 #define ADDR_SIZE (HOST_MAX + 2 + 1 + 5 + 1)
 
@@ -84,6 +84,7 @@ struct dlock__cluster {
     /* before the first map: why no seed gave one (an answer's reason outranks a
      * connection's), for dlock_client_new */
     int seed_status;
+    bool seed_answered; /* seed_error is what a seed answered, not a failed connection */
     char seed_error[DLOCK__ERROR_TEXT_SIZE];
     dlock__timer first_map_timer; /* connect_timeout_ms for the first map */
     node *fallback;               /* before the first map: the seed being tried */
@@ -130,15 +131,14 @@ static void tell_no_map(dlock__cluster *cl) {
 static void note_seed_failure(dlock__cluster *cl, int status, bool answered, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static void note_seed_failure(dlock__cluster *cl, int status, bool answered, const char *fmt, ...) {
-    bool had_answer = cl->seed_status != DLOCK_OK && cl->seed_status != DLOCK_ECONN &&
-                      cl->seed_status != DLOCK_EAUTH && cl->seed_status != DLOCK_ENOPERM;
-    if (had_answer && !answered)
+    if (cl->seed_answered && !answered)
         return;
     va_list ap;
     va_start(ap, fmt);
     dlock__vformat_fit(cl->seed_error, sizeof(cl->seed_error), fmt, ap);
     va_end(ap);
     cl->seed_status = status;
+    cl->seed_answered = answered;
 }
 
 static void node_outcome(dlock__conn *conn, int status) {
