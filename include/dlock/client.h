@@ -55,7 +55,8 @@ typedef struct dlock_options {
                                    each further failure in a row (a connection that drops
                                    within a second of being made counts) waits 10 ms doubling
                                    up to this, jittered over its upper half; while the client
-                                   holds watchdog leases, at most watchdog_ms/3 */
+                                   holds watchdog leases, at most watchdog_ms/3; at least
+                                   10 ms */
     int64_t fair_wait_ms;       /* 5000: how long a silent fair-lock waiter keeps its place */
     /* NULL: no logging. Called by the thread that runs the client's loop code at the time:
      * the loop thread, or (blocking face) a thread starting its own call while the I/O

@@ -55,13 +55,16 @@
 #define STABLE_MS 1000
 #define FAILURES_MAX 40 /* BACKOFF_BASE_MS << 38 passes any retry_delay_ms */
 
+/* retry_delay_ms, or a third of the shortest lease held if that is shorter; never below
+ * BACKOFF_BASE_MS, which bounds the attempts a dead server gets from a link that was told
+ * 1 ms (or holds a lease of a few ms, which no reconnect could save anyway). */
 static int64_t longest_step_ms(const dlock__link *link) {
     const dlock_client *c = link->client;
     int64_t longest = c->opts.retry_delay_ms;
     int64_t lease = dlock__renew_shortest_lease_ms(&c->renew, c->opts.watchdog_ms);
     if (lease > 0 && lease / 3 < longest)
-        longest = lease / 3 > 0 ? lease / 3 : 1;
-    return longest;
+        longest = lease / 3;
+    return longest > BACKOFF_BASE_MS ? longest : BACKOFF_BASE_MS;
 }
 
 /* The delay before the next attempt, after link->failures consecutive failures (>= 1). */
