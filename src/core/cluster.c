@@ -131,8 +131,8 @@ static void tell_no_map(dlock__cluster *cl) {
 static void note_seed_failure(dlock__cluster *cl, int status, bool answered, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static void note_seed_failure(dlock__cluster *cl, int status, bool answered, const char *fmt, ...) {
-    if (cl->seed_answered && !answered)
-        return;
+    if (cl->outcome_told || (cl->seed_answered && !answered))
+        return; /* told: dlock_client_new's thread may be reading seed_error */
     va_list ap;
     va_start(ap, fmt);
     dlock__vformat_fit(cl->seed_error, sizeof(cl->seed_error), fmt, ap);
@@ -740,10 +740,12 @@ static void on_first_map_timer(dlock__timer *t, void *arg) {
     dlock__cluster *cl = arg;
     if (cl->have_map || cl->outcome_told)
         return;
-    if (!cl->seed_error[0])
-        snprintf(cl->seed_error, sizeof(cl->seed_error),
-                 "no seed gave a slot map within connect_timeout_ms (%lld ms)",
-                 (long long)cl->client->opts.connect_timeout_ms);
+    char last[sizeof(cl->seed_error)];
+    snprintf(last, sizeof(last), "%s", cl->seed_error);
+    dlock__format_fit(cl->seed_error, sizeof(cl->seed_error),
+                      "no seed gave a slot map within connect_timeout_ms (%lld ms)%s%s",
+                      (long long)cl->client->opts.connect_timeout_ms, last[0] ? "; the last: " : "",
+                      last);
     tell_no_map(cl);
 }
 

@@ -236,6 +236,38 @@ static void test_an_unusable_slot_map_ends_dlock_client_new_quoting_it(void **s)
     close_world(&w);
 }
 
+static int silent_listener(int *fd);
+
+/* Seeds that accept a connection and never answer, tried one after another, used to cost
+ * connect_timeout_ms each; all of them share it now. 4 seeds, 4 s: 16 s before. */
+static void test_silent_seeds_end_dlock_client_new_within_connect_timeout_ms(void **s) {
+    (void)s;
+    test_watchdog_arm(60, __func__);
+    int fds[4];
+    char hosts[128] = "";
+    for (int i = 0; i < 4; i++) {
+        size_t used = strlen(hosts);
+        snprintf(hosts + used, sizeof(hosts) - used, "%s127.0.0.1:%d", i ? "," : "",
+                 silent_listener(&fds[i]));
+    }
+    char url[160];
+    snprintf(url, sizeof(url), "redis-cluster://%s", hosts);
+    dlock_options o;
+    dlock_options_init(&o);
+    o.url = url;
+    o.connect_timeout_ms = 4000;
+    dlock_client *c = NULL;
+    int64_t started = test_now_ms();
+    int rc = dlock_client_new(&o, &c);
+    int64_t took = test_now_ms() - started;
+    print_message("4 silent seeds, connect_timeout_ms 4000: %lld ms\n", (long long)took);
+    assert_int_equal(rc, DLOCK_ECONN);
+    assert_non_null(strstr(dlock_last_error(), "within connect_timeout_ms (4000 ms)"));
+    assert_true(took < 12000);
+    for (int i = 0; i < 4; i++)
+        close(fds[i]);
+}
+
 /* ---- host names of up to 255 bytes ------------------------------------------------------- */
 
 /* Two masters on 200-byte names that differ only after byte 80 stay two nodes, each named
@@ -477,6 +509,7 @@ int main(void) {
         cmocka_unit_test(test_a_plain_redis_named_as_a_cluster_fails_at_once_saying_use_redis_url),
         cmocka_unit_test(test_the_dlock_tool_on_a_plain_redis_as_a_cluster_exits_64_quoting_it),
         cmocka_unit_test(test_an_unusable_slot_map_ends_dlock_client_new_quoting_it),
+        cmocka_unit_test(test_silent_seeds_end_dlock_client_new_within_connect_timeout_ms),
         cmocka_unit_test(test_host_names_of_200_bytes_stay_whole_and_distinct),
         cmocka_unit_test(test_a_host_name_of_256_bytes_makes_the_map_unusable),
         cmocka_unit_test(test_a_moved_to_a_long_name_is_followed_and_its_failure_names_the_node),
