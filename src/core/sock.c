@@ -388,7 +388,7 @@ static void on_resolved(void *arg) {
     pthread_mutex_unlock(&r->mu);
     resolve_detach(s);
     if (rc != 0) {
-        char why[200];
+        char why[DLOCK__ERROR_TEXT_SIZE / 2]; /* a host name of up to 255 bytes, whole */
         snprintf(why, sizeof(why), "cannot resolve %s: %s", s->host, gai_strerror(rc));
         report_failure(s, why);
         return;

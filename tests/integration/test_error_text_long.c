@@ -8,7 +8,8 @@
  * a key the ACL refuses (the command's reply) and for a channel it refuses (the SUBSCRIBE of
  * a wait). And a text too long for any buffer (an object name of 4000 bytes in a refused
  * channel) loses its middle, marked " ... " (the start of the long word kept), never its
- * end. */
+ * end. A host name of 251 bytes that does not resolve is named whole, followed by the
+ * resolver's reason, as a short one is. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -120,11 +121,52 @@ static void test_a_text_too_long_for_any_buffer_loses_its_middle_not_its_end(voi
     redis_fixture_stop(f);
 }
 
+/* dlock_client_new's detail for a host name that does not resolve. */
+static void unresolvable(const char *host, char *text, size_t size) {
+    char url[512];
+    snprintf(url, sizeof(url), "redis://%s:6390", host);
+    dlock_options o;
+    dlock_options_init(&o);
+    o.url = url;
+    o.connect_timeout_ms = 1000;
+    dlock_client *c = NULL;
+    ASSERT_RC(dlock_client_new(&o, &c), DLOCK_ECONN);
+    snprintf(text, size, "%s", dlock_last_error());
+    printf("# %zu bytes: %s\n", strlen(text), text);
+}
+
+static void test_a_host_name_of_251_bytes_is_named_whole_with_the_resolvers_reason(void **state) {
+    (void)state;
+    test_watchdog_arm(60, __func__);
+    /* four labels of 60 bytes and ".invalid" (RFC 6761: never resolves, answered locally) */
+    char host[256];
+    snprintf(host, sizeof(host), "%.60s.%.60s.%.60s.%.60s.invalid",
+             "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+             "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb",
+             "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc",
+             "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd");
+    assert_int_equal(strlen(host), 251);
+    char short_text[1024], long_text[2048];
+    unresolvable("nohost.invalid", short_text, sizeof(short_text));
+    unresolvable(host, long_text, sizeof(long_text));
+    /* the same words after "cannot resolve <host>", the resolver's reason whole */
+    char want[300];
+    snprintf(want, sizeof(want), "cannot resolve %s", host);
+    const char *at = strstr(long_text, want);
+    if (!at)
+        fail_msg("\"%s\" lacks \"%s\"", long_text, want);
+    const char *short_at = strstr(short_text, "cannot resolve nohost.invalid");
+    assert_non_null(short_at);
+    assert_string_equal(at + strlen(want), short_at + strlen("cannot resolve nohost.invalid"));
+    assert_null(strstr(long_text, " ... "));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_refused_key_of_a_long_named_user_keeps_the_whole_hint),
         cmocka_unit_test(test_a_refused_channel_of_a_long_named_user_keeps_the_whole_hint),
         cmocka_unit_test(test_a_text_too_long_for_any_buffer_loses_its_middle_not_its_end),
+        cmocka_unit_test(test_a_host_name_of_251_bytes_is_named_whole_with_the_resolvers_reason),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
