@@ -16,9 +16,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -230,6 +232,28 @@ static inline void rj_string(const char *line, const char *key, char *out, size_
 /* The line's epoch_ms (its first word). */
 static inline long long rj_epoch_ms(const char *line) {
     return atoll(line);
+}
+
+/* One round of the `loop` protocol (redisson-cli's README) inside the lock, as `me`, on the
+ * keys NAME:holder and NAME:counter of `data`: SET holder NX, a non-atomic read-modify-write
+ * of the counter, GET holder is still me, DEL it. Each way it can find another holder
+ * inside adds one to *overlaps. */
+static inline void rj_round_inside(redis_fixture *data, const char *name, const char *me,
+                                   atomic_long *overlaps) {
+    char *set = redis_fixture_str(data, "SET %s:holder %s NX", name, me);
+    if (!set)
+        atomic_fetch_add(overlaps, 1);
+    free(set);
+    long long v = redis_fixture_int(data, "GET %s:counter", name);
+    if (v == LLONG_MIN)
+        v = 0;
+    freeReplyObject(redis_fixture_cmd(data, "SET %s:counter %lld", name, v + 1));
+    char *holder = redis_fixture_str(data, "GET %s:holder", name);
+    if (!holder || strcmp(holder, me) != 0)
+        atomic_fetch_add(overlaps, 1);
+    else
+        freeReplyObject(redis_fixture_cmd(data, "DEL %s:holder", name));
+    free(holder);
 }
 
 /* CLOCK_REALTIME in ms: what the peers' lines are stamped with. */

@@ -9,6 +9,8 @@
  *   semaphore_both_ways         a Redisson permit keeps dlock out and its release wakes
  *                               dlock; a dlock permit keeps Redisson out and its release
  *                               wakes Redisson; the permits come back exactly
+ *   lock_rounds_never_overlap   a Redisson `loop` and two dlock threads take the lock in
+ *                               turn, counting on a referee server: no overlap, no count lost
  *
  * "Woken" is proven, not assumed from a short wait: each wait would otherwise end much
  * later than the bound it is given. A lock's waiter that misses the message retries only
@@ -20,9 +22,12 @@
 #ifndef DLOCK_TEST_REDISSON_TOPOLOGY_H
 #define DLOCK_TEST_REDISSON_TOPOLOGY_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "dlock.h"
 #include "harness.h"
@@ -172,6 +177,90 @@ static inline void topo_semaphore_both_ways(const rj_topology *t, const char *na
     rj_stop(&a);
     rj_stop(&b);
     dlock_semaphore_free(s);
+}
+
+/* ---- rounds: both languages in one tight contest ------------------------------------------- */
+
+#define TOPO_JAVA_ROUNDS "100"
+#define TOPO_C_THREADS 2
+#define TOPO_C_ROUNDS 50
+
+typedef struct topo_rounds {
+    const rj_topology *t;
+    redis_fixture *data;
+    const char *name;
+    int id;
+    atomic_long *overlaps;
+    atomic_long *failures; /* an acquire or release that was not DLOCK_OK */
+} topo_rounds;
+
+static inline void *topo_rounds_main(void *arg) {
+    topo_rounds *r = arg;
+    dlock_lock *l = NULL;
+    char me[16];
+    snprintf(me, sizeof(me), "C%d", r->id);
+    if (dlock_lock_new(r->t->c, r->name, &l) != DLOCK_OK) {
+        atomic_fetch_add(r->failures, 1);
+        return NULL;
+    }
+    for (int i = 0; i < TOPO_C_ROUNDS; i++) {
+        if (dlock_lock_try_acquire(l, 60000, 30000) != DLOCK_OK) {
+            atomic_fetch_add(r->failures, 1);
+            break;
+        }
+        rj_round_inside(r->data, r->name, me, r->overlaps);
+        if (dlock_lock_release(l) != DLOCK_OK)
+            atomic_fetch_add(r->failures, 1);
+    }
+    dlock_lock_free(l);
+    return NULL;
+}
+
+/* A Redisson `loop` of 100 rounds and 2 dlock threads of 50 rounds each take the lock `name`
+ * of the topology in turn, each round a non-atomic read-modify-write of a counter on a
+ * referee server of its own (redisson-cli --data): no side ever finds the other inside, and
+ * the counter ends at 200. */
+static inline void topo_lock_rounds_never_overlap(const rj_topology *t, const char *name) {
+    redis_fixture *data = start_tcp_server();
+    char hostport[64], line[TOPO_LINE_MAX];
+    snprintf(hostport, sizeof(hostport), "127.0.0.1:%d", redis_fixture_port(data));
+    const char *where[PEER_ARGS_MAX];
+    int n = 0;
+    for (const char *const *w = t->where; *w && n < PEER_ARGS_MAX - 3; w++)
+        where[n++] = *w;
+    where[n++] = "--data";
+    where[n++] = hostport;
+    where[n] = NULL;
+    rj_peer j;
+    rj_start_at(&j, t->dir, "LOOP", 0, where,
+                (const char *const[]){"loop", name, TOPO_JAVA_ROUNDS, "lock", "500", NULL});
+    rj_wait_line(&j, "loop-begin", topo_peer_ms(0), line, sizeof(line));
+
+    atomic_long overlaps = 0, failures = 0;
+    topo_rounds r[TOPO_C_THREADS];
+    pthread_t threads[TOPO_C_THREADS];
+    for (int i = 0; i < TOPO_C_THREADS; i++) {
+        r[i] = (topo_rounds){.t = t,
+                             .data = data,
+                             .name = name,
+                             .id = i,
+                             .overlaps = &overlaps,
+                             .failures = &failures};
+        assert_int_equal(pthread_create(&threads[i], NULL, topo_rounds_main, &r[i]), 0);
+    }
+    for (int i = 0; i < TOPO_C_THREADS; i++)
+        assert_int_equal(pthread_join(threads[i], NULL), 0);
+    int status = rj_wait_exit(&j, topo_peer_ms(60000));
+    assert_true(rj_find(&j, "loop-done", line, sizeof(line)));
+    printf("# %s: java %s", name, strchr(line, ' ') + 1);
+    assert_int_equal(status, 0); /* Java: no overlap, no lost hold */
+    assert_int_equal(rj_value(line, "overlaps"), 0);
+    assert_int_equal(atomic_load(&overlaps), 0);
+    assert_int_equal(atomic_load(&failures), 0);
+    assert_int_equal(redis_fixture_int(data, "GET %s:counter", name),
+                     atoll(TOPO_JAVA_ROUNDS) + TOPO_C_THREADS * TOPO_C_ROUNDS);
+    rj_stop(&j);
+    redis_fixture_stop(data);
 }
 
 #endif

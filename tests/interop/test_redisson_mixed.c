@@ -94,24 +94,6 @@ static void close_lock(dlock_lock *l, dlock_rwlock *rw) {
         dlock_lock_free(l);
 }
 
-/* One round of the peers' protocol inside the lock, as worker `me`. */
-static void round_inside(mixed *m, const char *me) {
-    char *set = redis_fixture_str(m->f, "SET %s:holder %s NX", m->name, me);
-    if (!set)
-        atomic_fetch_add(&m->overlaps, 1);
-    free(set);
-    long long v = redis_fixture_int(m->f, "GET %s:counter", m->name);
-    if (v == LLONG_MIN)
-        v = 0;
-    freeReplyObject(redis_fixture_cmd(m->f, "SET %s:counter %lld", m->name, v + 1));
-    char *holder = redis_fixture_str(m->f, "GET %s:holder", m->name);
-    if (!holder || strcmp(holder, me) != 0)
-        atomic_fetch_add(&m->overlaps, 1);
-    else
-        freeReplyObject(redis_fixture_cmd(m->f, "DEL %s:holder", m->name));
-    free(holder);
-}
-
 static void *c_worker_main(void *arg) {
     worker *w = arg;
     mixed *m = w->m;
@@ -133,7 +115,7 @@ static void *c_worker_main(void *arg) {
             if (issued != (long long)token)
                 atomic_fetch_add(&m->stale_tokens, 1);
         }
-        round_inside(m, me);
+        rj_round_inside(m->f, m->name, me, &m->overlaps);
         checker_exit(m->k, slot, token);
         rc = dlock_lock_release(l);
         if (rc != DLOCK_OK)

@@ -7,7 +7,9 @@
  * waiter, subscribed on the master the sentinels name, is woken by Redisson's unlock; a
  * dlock lock keeps a Redisson tryLock out and dlock's release wakes it; a semaphore's
  * permits keep each other's acquirers out both ways, each release wakes the other side's
- * waiter, and the permits come back exactly. Both clients wait for the replica on their
+ * waiter, and the permits come back exactly; a Redisson `loop` and two dlock threads taking
+ * the lock in turn never find each other inside (rounds counted on a referee server of
+ * their own). Both clients wait for the replica on their
  * writes (dlock's sync_replicas=auto, Redisson's synced-slaves check): the replica is up.
  *
  * Skipped (exit 77, the reason printed) without $DLOCK_REDISSON_CLI. */
@@ -84,6 +86,12 @@ static void test_semaphore_permits_keep_each_side_out_and_releases_wake_the_othe
     topo_semaphore_both_ways(&topo, "se-sem");
 }
 
+static void test_lock_rounds_of_redisson_and_dlock_never_overlap_and_all_count(void **state) {
+    (void)state;
+    test_watchdog_arm(BUDGET_S, __func__);
+    topo_lock_rounds_never_overlap(&topo, "se-rounds");
+}
+
 int main(void) {
     if (redisson_absent())
         return REDISSON_SKIPPED;
@@ -91,6 +99,7 @@ int main(void) {
         cmocka_unit_test(test_redisson_lock_keeps_dlock_out_and_its_unlock_wakes_dlocks_waiter),
         cmocka_unit_test(test_dlock_lock_keeps_redisson_out_and_its_release_wakes_redisson),
         cmocka_unit_test(test_semaphore_permits_keep_each_side_out_and_releases_wake_the_other),
+        cmocka_unit_test(test_lock_rounds_of_redisson_and_dlock_never_overlap_and_all_count),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
