@@ -95,20 +95,6 @@ static int group_teardown(void **state) {
     return 0;
 }
 
-static dlock_client *named_client(void) {
-    char url[512];
-    snprintf(url, sizeof(url), "redis-cluster://%s", cluster_fixture_hosts(fx));
-    dlock_options o;
-    dlock_options_init(&o);
-    o.url = url;
-    o.retry_delay_ms = TEST_RETRY_DELAY_MS;
-    dlock_client *c = NULL;
-    int rc = dlock_client_new(&o, &c);
-    if (rc != DLOCK_OK)
-        fail_msg("dlock_client_new: %s: %s", dlock_err_name(rc), dlock_last_error());
-    return c;
-}
-
 static void expect_node(dlock_client *c, const char *key, int node) {
     char want[420], name[400], got[420];
     host_name_of(node, name, sizeof(name));
@@ -132,7 +118,7 @@ static void test_every_master_by_its_long_name_and_a_moved_slot_followed(void **
     test_watchdog_arm(120, __func__);
     int masters[3];
     cluster_masters(fx, masters);
-    dlock_client *c = named_client();
+    dlock_client *c = cluster_client(fx, (test_client_cfg){0});
     char names[3][CLUSTER_NAME_MAX];
     for (int k = 0; k < 3; k++) {
         cluster_name_on(fx, "named", masters[k], names[k], sizeof(names[k]));

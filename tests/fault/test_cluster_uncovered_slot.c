@@ -26,40 +26,17 @@
 #include "client_node.h"
 #include "cluster.h"
 #include "cluster_fixture.h"
+#include "cluster_load.h"
 #include "core_call.h"
 #include "dlock.h"
 #include "harness.h"
 #include "test_util.h"
 
-static cluster_fixture *fx;
-
-static int group_setup(void **state) {
-    (void)state;
-    test_watchdog_arm(180, "test_cluster_uncovered_slot");
-    return cluster_fixture_start(NULL, &fx);
-}
-
-static int group_teardown(void **state) {
-    (void)state;
-    cluster_fixture_stop(fx);
-    test_watchdog_disarm();
-    return 0;
-}
+static cluster_fixture *fx; /* the group's (cluster_group_setup), set by each test */
 
 static dlock_client *client_with(int64_t timeout_ms, int retries) {
-    char url[512];
-    snprintf(url, sizeof(url), "redis-cluster://%s", cluster_fixture_hosts(fx));
-    dlock_options o;
-    dlock_options_init(&o);
-    o.url = url;
-    o.timeout_ms = timeout_ms;
-    o.retry_attempts = retries;
-    o.retry_delay_ms = TEST_RETRY_DELAY_MS;
-    dlock_client *c = NULL;
-    int rc = dlock_client_new(&o, &c);
-    if (rc != DLOCK_OK)
-        fail_msg("dlock_client_new: %s: %s", dlock_err_name(rc), dlock_last_error());
-    return c;
+    test_client_cfg cfg = {.timeout_ms = timeout_ms, .retry_attempts = retries};
+    return cluster_client(fx, cfg);
 }
 
 static void on_every_node(const char *fmt, int slot) {
@@ -116,7 +93,7 @@ static void *acquire_main(void *arg) {
 }
 
 static void test_a_slot_without_a_master_waits_then_names_the_slot_and_heals(void **state) {
-    (void)state;
+    fx = *state;
     test_watchdog_arm(150, __func__);
     const char *key = "uncovered";
     int slot = dlock__slot_of(key, strlen(key));
@@ -180,7 +157,7 @@ static void test_a_slot_without_a_master_waits_then_names_the_slot_and_heals(voi
  * when its time is up, its text quoting the last MOVED (it read "Redis connection failed");
  * once the slot is taken back, the same client works again. */
 static void test_a_moved_loop_fails_quoting_the_last_moved(void **state) {
-    (void)state;
+    fx = *state;
     test_watchdog_arm(120, __func__);
     const char *key = "bounced";
     int slot = dlock__slot_of(key, strlen(key));
@@ -225,5 +202,5 @@ int main(void) {
         cmocka_unit_test(test_a_slot_without_a_master_waits_then_names_the_slot_and_heals),
         cmocka_unit_test(test_a_moved_loop_fails_quoting_the_last_moved),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, cluster_group_setup, cluster_group_teardown);
 }
