@@ -31,7 +31,9 @@
  * Such a send does not count (sends counts the sends that may have run). On one Redis the
  * command goes back to the front of the queue and the connection is dropped, so that the
  * reconnect finds the master again; in a Cluster the conn's on_redirect hook places it
- * (cluster.c). Which conn a command is queued on is route.c's choice. */
+ * (cluster.c), and the node's answer is kept with the command, so that a command that gives
+ * up can say what the node last answered. Which conn a command is queued on is route.c's
+ * choice (in a Cluster, cluster.c's). */
 #include <stdio.h>
 #include <string.h>
 
