@@ -14,6 +14,8 @@
 #                   the user docs' links (scripts/check-docs.py), the C files' format
 #                   (make format-check)
 #   make bench      the benchmarks (bench/run.sh)
+#   make soak       the soak (tests/soak/run.sh, docs/soak.md): every primitive under faults
+#                   for SOAK_S seconds (default 600); fails when anything grows or overlaps
 #   make fuzz       the libFuzzer targets of tests/fuzz (build-fuzz/, clang), FUZZ_SECONDS
 #                   each (default 60)
 #   make clean      remove every build directory
@@ -75,6 +77,9 @@ bench:
 	else \
 		echo "bench/ not built yet"; \
 	fi
+
+soak:
+	tests/soak/run.sh
 
 fuzz:
 	FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh
