@@ -34,7 +34,7 @@ FORMAT_DIRS := src include tests examples tools bench
 FORMAT_FILES = find $(wildcard $(FORMAT_DIRS)) \( -name generated -o -name node_modules \) -prune \
 	-o -type f \( -name '*.c' -o -name '*.h' \) -print0
 
-.PHONY: all deps build demo test check install format format-check lint clean bench fuzz
+.PHONY: all deps build demo test check install format format-check lint clean bench fuzz soak
 
 all: build
 
