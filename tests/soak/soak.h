@@ -77,6 +77,7 @@ typedef struct soak_config {
     int64_t watchdog_ms;  /* the clients' watchdog_ms */
     int64_t timeout_ms;   /* the clients' timeout_ms */
     int64_t retry_ms;     /* the clients' retry_delay_ms */
+    unsigned kinds;       /* SOAK_KINDS: the kinds run, a bit per enum soak_kind */
     bool topology;        /* SOAK_TOPOLOGY: also a Sentinel and a Cluster, when possible */
     const char *selftest; /* SOAK_SELFTEST: "", "leak", "overlap" or "lost" */
     const char *out_dir;  /* SOAK_OUT: where samples.csv and faults.csv go */
@@ -97,6 +98,8 @@ uint32_t soak_rand(void);
 /* "soak:<group>:<index>" into buf (size >= 64). */
 void soak_name(char *buf, enum soak_group g, int index, const char *suffix);
 const char *soak_kind_name(enum soak_kind k);
+/* The n-th kind of a worker's rotation among those SOAK_KINDS enables; advances *n. */
+enum soak_kind soak_next_kind(long *n);
 
 /* ---- marks and outcomes (soak_marks.c) ------------------------------------------------- */
 void soak_marks_init(void);

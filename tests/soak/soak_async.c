@@ -324,7 +324,7 @@ static void start_op(agent *a) {
         atomic_fetch_add(&agents_idle, 1);
         return;
     }
-    a->kind = (enum soak_kind)(a->n++ % SOAK_KINDS);
+    a->kind = soak_next_kind(&a->n);
     a->idx[0] = (int)(soak_rand() % (uint32_t)soak_cfg.names);
     a->idx[1] = (int)(soak_rand() % (uint32_t)soak_cfg.names);
     int rc = begin(a);

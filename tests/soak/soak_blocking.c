@@ -320,7 +320,7 @@ static void *worker_main(void *arg) {
             run_long_hold(w);
             continue;
         }
-        run_kind(w, (enum soak_kind)(n++ % SOAK_KINDS));
+        run_kind(w, soak_next_kind(&n));
         if (soak_cfg.pace_ms > 0)
             soak_sleep_ms(soak_cfg.pace_ms);
     }

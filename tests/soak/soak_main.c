@@ -19,6 +19,8 @@
  *   SOAK_THREADS    blocking threads per client (3)
  *   SOAK_AGENTS     async agents (4)
  *   SOAK_NAMES      names per kind (16, at most 256)
+ *   SOAK_KINDS      the kinds to run, comma-separated (all): lock, fenced, fair, spin, read,
+ *                   write, semaphore, permits, latch, multilock, redlock
  *   SOAK_TOPOLOGY   1: also run workers on a Sentinel and on a Cluster (sentinel_fixture,
  *                   cluster_fixture), with failovers and resharding among the faults,
  *                   when redis-sentinel and the cluster can be started (1); 0: not
@@ -72,6 +74,35 @@ const char *soak_kind_name(enum soak_kind k) {
     return names[k];
 }
 
+enum soak_kind soak_next_kind(long *n) {
+    for (;;) {
+        enum soak_kind k = (enum soak_kind)((*n)++ % SOAK_KINDS);
+        if (soak_cfg.kinds & (1u << k))
+            return k;
+    }
+}
+
+/* SOAK_KINDS: "lock,multilock" -> their bits; unset or empty: every kind. */
+static unsigned parse_kinds(const char *v) {
+    if (!v || !*v)
+        return (1u << SOAK_KINDS) - 1;
+    unsigned mask = 0;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", v);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        int k = 0;
+        while (k < SOAK_KINDS && strcmp(tok, soak_kind_name((enum soak_kind)k)) != 0)
+            k++;
+        if (k == SOAK_KINDS) {
+            fprintf(stderr, "soak: SOAK_KINDS: no kind %s\n", tok);
+            exit(2);
+        }
+        mask |= 1u << k;
+    }
+    return mask;
+}
+
 static int64_t env_int(const char *name, int64_t dflt, int64_t lo, int64_t hi) {
     const char *v = getenv(name);
     if (!v || !*v)
@@ -96,6 +127,7 @@ static void configure(void) {
     soak_cfg.threads = (int)env_int("SOAK_THREADS", 3, 1, 64);
     soak_cfg.agents = (int)env_int("SOAK_AGENTS", 4, 1, 256);
     soak_cfg.names = (int)env_int("SOAK_NAMES", 16, 2, SOAK_MAX_NAMES / 3);
+    soak_cfg.kinds = parse_kinds(getenv("SOAK_KINDS"));
     soak_cfg.topology = env_int("SOAK_TOPOLOGY", 1, 0, 1) == 1;
     soak_cfg.pace_ms = env_int("SOAK_PACE_MS", 20, 0, 60000);
     soak_cfg.watchdog_ms = 6000;
