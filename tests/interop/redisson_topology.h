@@ -12,11 +12,12 @@
  *   lock_rounds_never_overlap   a Redisson `loop` and two dlock threads take the lock in
  *                               turn, counting on a referee server: no overlap, no count lost
  *
- * "Woken" is proven, not assumed from a short wait: each wait would otherwise end much
- * later than the bound it is given. A lock's waiter that misses the message retries only
- * when the holder's TTL runs out (Redisson's watchdog keeps 20-30 s; dlock's hold here has
- * a 60 s lease), beyond its wait; a semaphore has no TTL, so a missed message means a
- * timeout.
+ * "Woken" is proven, not assumed from a short wait. dlock's side: its client counts the
+ * waiters a message woke (dlock_stats.wakes), and the count must grow during the wait (a
+ * semaphore waiter also looks again every 5 s by itself, which a count of wakes tells
+ * apart). Redisson's side: a lock waiter that misses the message retries only when the
+ * holder's lease runs out (60 s here), past its 30 s wait; a semaphore waiter only on a
+ * message or its own timeout.
  *
  * Only the interop programs include this header; the functions are static inline. */
 #ifndef DLOCK_TEST_REDISSON_TOPOLOGY_H
@@ -33,8 +34,7 @@
 #include "harness.h"
 #include "redisson_peer.h"
 
-/* A lock's wait: shorter than a Redisson holder's TTL at its unlock (its watchdog keeps
- * 20-30 s of the default 30 s), longer than any delay of the peer's unlock. */
+/* A dlock wait: longer than any delay of the peer's release. */
 #define TOPO_WAIT_MS 25000
 /* How long a Redisson holder keeps the lock or permit: time for dlock's waiter to subscribe. */
 #define TOPO_HOLD_MS "8000"
@@ -87,6 +87,14 @@ static inline int topo_acquire_run(void *arg) {
     return rc;
 }
 
+/* How many waiters of c a message has woken so far. */
+static inline uint64_t topo_wakes(dlock_client *c) {
+    dlock_stats st;
+    dlock_stats_init(&st);
+    ASSERT_RC(dlock_client_stats(c, &st), DLOCK_OK);
+    return st.wakes;
+}
+
 static inline void topo_redisson_holds_dlock_waits(const rj_topology *t, const char *name) {
     char line[TOPO_LINE_MAX];
     rj_peer j;
@@ -97,6 +105,7 @@ static inline void topo_redisson_holds_dlock_waits(const rj_topology *t, const c
     ASSERT_RC(dlock_lock_new(t->c, name, &l), DLOCK_OK);
     ASSERT_RC(dlock_lock_try_acquire(l, 0, 60000), DLOCK_ETIMEDOUT); /* Redisson holds it */
 
+    uint64_t wakes = topo_wakes(t->c);
     topo_acquire a = {.l = l, .wait_ms = TOPO_WAIT_MS};
     blocking_call bc;
     blocking_call_start(&bc, topo_acquire_run, &a);
@@ -106,7 +115,8 @@ static inline void topo_redisson_holds_dlock_waits(const rj_topology *t, const c
         fail_msg("dlock's waiter on %s never showed on the topology's pub/sub before Redisson "
                  "let go (see %s)",
                  name, j.log);
-    ASSERT_RC(rc, DLOCK_OK); /* woken: the holder's TTL was 20 s or more at its unlock */
+    ASSERT_RC(rc, DLOCK_OK);
+    assert_true(topo_wakes(t->c) > wakes); /* woken by Redisson's message */
     assert_int_equal(rj_wait_exit(&j, topo_peer_ms(0)), 0);
     assert_true(rj_find(&j, "unlocking", line, sizeof(line)));
     long long unlocking = rj_epoch_ms(line);
@@ -156,7 +166,9 @@ static inline void topo_semaphore_both_ways(const rj_topology *t, const char *na
                 (const char *const[]){"semaphore", name, "-1", "1", TOPO_HOLD_MS, NULL});
     rj_wait_line(&a, "acquired", topo_peer_ms(0), line, sizeof(line));
     ASSERT_RC(dlock_semaphore_try_acquire(s, 1, 0), DLOCK_ETIMEDOUT);
+    uint64_t wakes = topo_wakes(t->c);
     ASSERT_RC(dlock_semaphore_try_acquire(s, 1, TOPO_WAIT_MS), DLOCK_OK);
+    assert_true(topo_wakes(t->c) > wakes); /* woken by Redisson's release */
     assert_int_equal(rj_wait_exit(&a, topo_peer_ms(0)), 0);
 
     /* dlock holds it: Redisson waits, and is woken by dlock's release */
