@@ -193,6 +193,7 @@ struct dlock__op {
     int status;
     char error_text[DLOCK__ERROR_TEXT_SIZE]; /* detail for dlock_last_error() */
     void *blocking_waiter; /* submit.c's private completion for the blocking face */
+    bool counted;          /* a call in calls_in_flight until it completes (submit.c) */
 };
 
 void dlock__op_init(dlock__op *op, dlock_client *c, dlock__op_fn start);
@@ -206,6 +207,14 @@ int dlock__op_run(dlock__op *op);
  * DLOCK_ECLOSED on a closing client or a freed handle (then nothing runs). Safe from any
  * thread. */
 int dlock__op_submit(dlock__op *op);
+
+/* Internal work carried to c's loop thread, not a call (a handle's free made on the loop
+ * thread, a member's answer carried home): queued like dlock__op_submit's ops and behind
+ * them, but not counted in calls_in_flight, since no caller waits for its result. Its
+ * start does the whole work and never completes it; op->complete runs instead of start
+ * only if the client closes before it started. DLOCK_ECLOSED as dlock__op_submit (then
+ * nothing runs). Any thread. */
+int dlock__op_post(dlock__op *op);
 
 /* Loop thread: op is over. For the async face op->complete runs now, with the loop
  * thread's dlock_last_error() set to the op's detail. The op may be freed by complete. */

@@ -96,7 +96,7 @@ void dlock__handle_free(dlock__handle *h) {
          * there and must start (and see the handle closed) before it goes. */
         dlock__op_init(&h->free_call, c, free_start);
         h->free_call.complete = free_start; /* the client closed before it started */
-        if (dlock__op_submit(&h->free_call) != DLOCK_OK)
+        if (dlock__op_post(&h->free_call) != DLOCK_OK)
             handle_free_on_loop(h); /* the client is closing: its queue is drained already */
         return;
     }

@@ -6,7 +6,16 @@
  * queue in one turn, so the commands of many threads leave in one write. A blocking call
  * is "submit the op, wait on a semaphore until it completes"; an async call is "submit
  * the op, its complete callback runs later". Async calls made on the loop thread go
- * through the same queue, so a callback never runs inside the call that started it. */
+ * through the same queue, so a callback never runs inside the call that started it.
+ *
+ * calls_in_flight (dlock_client_stats) counts calls: raised when a call is queued or
+ * started here, lowered when it completes, once (op->counted). Internal work that rides
+ * the same queue (dlock__op_post: a free made on the loop thread, a MultiLock member's
+ * answer carried to its home client) is not a call and is not counted. Counting it and
+ * settling it when its start is done would make the gauge move for work nobody waits for,
+ * and would need every such start to remember the settling (a handle's free may destroy
+ * the memory its op lives in before it could): those it forgot grew the gauge without
+ * end under MultiLock. The call an internal op serves is counted already, as its own op. */
 #include <semaphore.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -73,7 +82,14 @@ static int admit(const dlock__op *op) {
     return DLOCK_OK;
 }
 
-int dlock__op_submit(dlock__op *op) {
+/* A call starts to count in calls_in_flight; called under the submit lock, so that close
+ * (which completes what it drains) never sees a queued call not counted yet. */
+static void count_call(dlock__op *op) {
+    op->counted = true;
+    dlock__stat_add(op->client, DLOCK__STAT_CALLS, 1);
+}
+
+static int enqueue(dlock__op *op, bool is_call) {
     dlock_client *c = op->client;
     dlock__submit *s = &c->submit;
     pthread_mutex_lock(&s->mu);
@@ -89,11 +105,20 @@ int dlock__op_submit(dlock__op *op) {
     else
         s->head = op;
     s->tail = op;
-    dlock__stat_add(c, DLOCK__STAT_CALLS, 1);
+    if (is_call)
+        count_call(op);
     pthread_mutex_unlock(&s->mu);
     if (was_empty)
         dlock__loop_wake_send(c->loop, &s->wakeup);
     return DLOCK_OK;
+}
+
+int dlock__op_submit(dlock__op *op) {
+    return enqueue(op, true);
+}
+
+int dlock__op_post(dlock__op *op) {
+    return enqueue(op, false);
 }
 
 /* Whether this thread holds c's own loop: it is the I/O thread, or borrowed the loop. */
@@ -115,7 +140,10 @@ void dlock__submit_wake_callers(void *arg) {
 }
 
 void dlock__op_complete(dlock__op *op, int status) {
-    dlock__stat_add(op->client, DLOCK__STAT_CALLS, -1); /* before: complete may free op */
+    if (op->counted) { /* before: complete may free op */
+        op->counted = false;
+        dlock__stat_add(op->client, DLOCK__STAT_CALLS, -1);
+    }
     op->status = status;
     if (status != DLOCK_OK && !op->error_text[0])
         dlock__op_fail_reply(op, status, NULL);
@@ -164,7 +192,7 @@ static int start_here(dlock__op *op) {
     pthread_mutex_lock(&s->mu);
     int rc = s->head ? DLOCK__NOT_STARTED : admit(op);
     if (rc == DLOCK_OK)
-        dlock__stat_add(c, DLOCK__STAT_CALLS, 1);
+        count_call(op);
     pthread_mutex_unlock(&s->mu);
     if (rc == DLOCK_OK)
         op->start(op);

@@ -25,14 +25,34 @@ void dlock__composite_unref(composite *cp) {
     if (atomic_fetch_sub(&cp->refs, 1) != 1)
         return;
     dlock__holdings_free(cp);
+    pthread_mutex_destroy(&cp->home_mu);
     dlock__free(cp->members);
     dlock__free(cp->base.name);
     dlock__free(cp);
 }
 
-/* The handle is gone: its last op has ended after the free. */
+/* The handle is gone: its last op has ended after the free. Nothing at home waits for an
+ * answer any more, and the application may free the home client next: from now on the
+ * answers of members on other clients, still on their way, stay where they are. */
 static void handle_gone(dlock__handle *h) {
-    dlock__composite_unref(DLOCK__CONTAINER_OF(h, composite, handle));
+    composite *cp = DLOCK__CONTAINER_OF(h, composite, handle);
+    pthread_mutex_lock(&cp->home_mu);
+    cp->home_gone = true;
+    pthread_mutex_unlock(&cp->home_mu);
+    dlock__composite_unref(cp);
+}
+
+enum carry dlock__composite_carry(composite *cp, dlock__op *op) {
+    enum carry how = CARRY_REFUSED;
+    pthread_mutex_lock(&cp->home_mu); /* cp->home stays while it is held and !home_gone */
+    if (!cp->home_gone) {
+        if (dlock__on_loop_thread(cp->home))
+            how = CARRY_HERE;
+        else if (dlock__op_post(op) == DLOCK_OK)
+            how = CARRY_POSTED;
+    }
+    pthread_mutex_unlock(&cp->home_mu);
+    return how;
 }
 
 static void unlist(comp_op *op) {
@@ -61,8 +81,8 @@ void dlock__composite_free(dlock_lock *l) {
     for (size_t i = 0; i < cp->n; i++)
         dlock__member_release_claim(cp->members[i]);
     dlock__op_init(&cp->cancel_call, cp->home, cancel_start);
-    cp->cancel_call.complete = cancel_start;  /* the client closed before it started */
-    (void)dlock__op_submit(&cp->cancel_call); /* refused: the client is closing, nothing runs */
+    cp->cancel_call.complete = cancel_start; /* the client closed before it started */
+    (void)dlock__op_post(&cp->cancel_call);  /* refused: the client is closing, nothing runs */
     dlock__handle_free(&cp->handle);
 }
 
@@ -330,10 +350,6 @@ static void member_lost(dlock_lock *member, uint64_t owner, int reason, void *ar
         i++;
     if (i == cp->n || atomic_load(&cp->gone))
         return;
-    if (dlock__on_loop_thread(cp->home)) {
-        lost_home(cp, i, owner, reason);
-        return;
-    }
     lost_event *e = dlock__malloc(sizeof(*e));
     if (!e) {
         dlock__log(cp->home, DLOCK_LOG_ERROR, "%s: out of memory: a member's loss goes untold",
@@ -347,8 +363,16 @@ static void member_lost(dlock_lock *member, uint64_t owner, int reason, void *ar
     atomic_fetch_add(&cp->refs, 1);
     dlock__op_init(&e->carry, cp->home, lost_carried);
     e->carry.complete = lost_dropped;
-    if (dlock__op_submit(&e->carry) != DLOCK_OK)
+    switch (dlock__composite_carry(cp, &e->carry)) {
+    case CARRY_HERE:
+        lost_carried(&e->carry);
+        break;
+    case CARRY_POSTED:
+        break;
+    case CARRY_REFUSED:
         lost_dropped(&e->carry);
+        break;
+    }
 }
 
 /* ---- creation --------------------------------------------------------------------------- */
@@ -429,6 +453,8 @@ int dlock__composite_new(dlock_lock *const *locks, size_t n, const dlock__lock_c
         cp->fenced |= dlock__member_fenced(locks[i]);
     atomic_init(&cp->refs, 1);
     atomic_init(&cp->gone, false);
+    pthread_mutex_init(&cp->home_mu, NULL);
+    cp->home_gone = false;
     if (!redlock)
         qsort(cp->members, n, sizeof(*cp->members), canonical_order);
     dlock__handle_init(&cp->handle, cp->home, handle_gone);

@@ -8,10 +8,13 @@
  * member's client. A public call is an op of the home client (dlock__op_submit, or
  * dlock__op_run for the blocking face); its start sends the members' async calls
  * (dlock/lock.h, lock/member.h); each member answers on its own client's loop thread and
- * the answer is carried home as an op of the home client (or handled at once when the
- * member lives on the home client). So no field here needs a lock; only the two reference
- * counts are atomic, for an answer that can no longer be carried home (the home client is
- * closing) and drops its references where it is.
+ * the answer is carried home as an op posted to the home client (dlock__op_post: internal
+ * work, not a call in its calls_in_flight), or handled at once when the member lives on
+ * the home client (dlock__composite_carry). So no field here needs a lock but what the
+ * carrying reads: the two reference counts are atomic, for an answer that can no longer be
+ * carried home and drops its references where it is; and a carrier reads the home client
+ * under home_mu, since once the handle is gone (home_gone) the application may free that
+ * client while members on other clients still answer calls made before the free.
  *
  * Lifetime. The handle (a dlock__handle on the home client) counts the ops in flight. A
  * free cancels the acquires in flight (DLOCK_ECANCELED; what they took is given back),
@@ -21,6 +24,7 @@
 #ifndef DLOCK_COMPOSITE_H
 #define DLOCK_COMPOSITE_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -203,9 +207,11 @@ struct composite {
     comp_op *acquiring; /* acquires in flight, canceled by a free */
     dlock_lost_cb lost_cb;
     void *lost_arg;
-    dlock__op cancel_call; /* a free's: cancels the acquires in flight */
-    _Atomic bool gone;     /* freed: answers from now on only give themselves back */
-    _Atomic int refs;      /* the handle's, one per round, one per loss carried home */
+    dlock__op cancel_call;   /* a free's: cancels the acquires in flight */
+    _Atomic bool gone;       /* freed: answers from now on only give themselves back */
+    _Atomic int refs;        /* the handle's, one per round, one per loss carried home */
+    pthread_mutex_t home_mu; /* a carrier's use of home against the handle going */
+    bool home_gone;          /* the handle is gone: home may be freed, carry nothing there */
 };
 
 int dlock__composite_new(dlock_lock *const *locks, size_t n, const dlock__lock_class *cls,
@@ -219,6 +225,16 @@ void dlock__composite_fail(comp_op *op, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 void dlock__composite_unref(composite *cp);
+
+/* How a member's loop thread gets something (op, made with dlock__op_init on cp->home)
+ * home. */
+enum carry {
+    CARRY_HERE,    /* this is the home loop thread: handle it at once, op unused */
+    CARRY_POSTED,  /* op is queued on the home client (dlock__op_post) */
+    CARRY_REFUSED, /* the home client is closing, or the handle is gone (and the client
+                      may be too): drop it where it is */
+};
+enum carry dlock__composite_carry(composite *cp, dlock__op *op);
 
 /* The class calls both composites share (their lock_class.h tables). */
 int dlock__composite_check(const dlock_lock *l);

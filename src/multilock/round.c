@@ -140,7 +140,8 @@ static void carried_start(dlock__op *o) {
     answer_home(DLOCK__CONTAINER_OF(o, member_call, carry));
 }
 
-/* The home client closed before the answer reached it (any thread). */
+/* The answer cannot go home: the home client closed before it got there, or the
+ * composite's handle is gone (any thread). */
 static void carry_dropped(dlock__op *o) {
     member_call *c = DLOCK__CONTAINER_OF(o, member_call, carry);
     round *r = c->r;
@@ -156,14 +157,18 @@ static void answer(member_call *c, int status, int64_t value) {
     c->value = value;
     if (status != DLOCK_OK)
         snprintf(c->detail, sizeof(c->detail), "%s", dlock_last_error());
-    if (dlock__on_loop_thread(cp->home)) {
-        answer_home(c);
-        return;
-    }
     dlock__op_init(&c->carry, cp->home, carried_start);
     c->carry.complete = carry_dropped;
-    if (dlock__op_submit(&c->carry) != DLOCK_OK)
+    switch (dlock__composite_carry(cp, &c->carry)) {
+    case CARRY_HERE:
+        answer_home(c);
+        break;
+    case CARRY_POSTED:
+        break;
+    case CARRY_REFUSED:
         carry_dropped(&c->carry);
+        break;
+    }
 }
 
 static void on_lock_answer(dlock_lock *m, int status, void *arg) {

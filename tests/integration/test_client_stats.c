@@ -5,6 +5,7 @@
  * connection killed; wakes: test_wait_wakes.c). Every test starts its own server. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -121,6 +122,58 @@ test_stats_follow_a_waiter_a_holder_renewals_a_lost_lease_and_a_reconnect(void *
     redis_fixture_stop(f);
 }
 
+static atomic_llong calls_seen_in_callback = -1;
+
+static void note_calls_in_flight(dlock_client *c, int status, void *arg) {
+    (void)status;
+    (void)arg;
+    atomic_store(&calls_seen_in_callback, (long long)stats_of(c).calls_in_flight);
+}
+
+/* What docs/monitoring.md says of the gauges beyond "0 when idle" (test_stats_idle.c): a
+ * lease counts once per lock and owner however often it was taken, a composite's members
+ * count on their own clients, and a call is over for calls_in_flight when its callback
+ * starts. */
+static void test_stats_count_a_reentrant_hold_once_a_members_lease_on_its_client(void **state) {
+    (void)state;
+    test_watchdog_arm(BUDGET_S, __func__);
+    redis_fixture *f = start_server();
+    dlock_client *c = connect_client(f), *c2 = connect_client(f);
+    dlock_lock *l = NULL, *members[2] = {NULL, NULL}, *ml = NULL;
+    ASSERT_OK(dlock_lock_new(c, "reentrant", &l));
+    ASSERT_OK(dlock_lock_acquire(l, DLOCK_WATCHDOG));
+    ASSERT_OK(dlock_lock_acquire(l, DLOCK_WATCHDOG));
+    dlock_stats s = stats_of(c);
+    assert_int_equal(s.leases_held, 1);
+    assert_int_equal(s.waits, 0);
+
+    /* a MultiLock homed on c with a member on c2 */
+    ASSERT_OK(dlock_lock_new(c, "member.a", &members[0]));
+    ASSERT_OK(dlock_lock_new(c2, "member.b", &members[1]));
+    ASSERT_OK(dlock_multilock_new(members, 2, &ml));
+    ASSERT_OK(dlock_lock_acquire(ml, DLOCK_WATCHDOG));
+    assert_int_equal(stats_of(c).leases_held, 2);
+    assert_int_equal(stats_of(c2).leases_held, 1);
+    ASSERT_OK(dlock_lock_release(ml));
+    assert_int_equal(stats_of(c2).leases_held, 0);
+
+    ASSERT_OK(dlock_client_ping_async(c, note_calls_in_flight, NULL));
+    POLL_STAT(c, calls_in_flight, atomic_load(&calls_seen_in_callback) >= 0);
+    assert_int_equal(atomic_load(&calls_seen_in_callback), 0);
+
+    ASSERT_OK(dlock_lock_release(l));
+    assert_int_equal(stats_of(c).leases_held, 1);
+    ASSERT_OK(dlock_lock_release(l));
+    assert_int_equal(stats_of(c).leases_held, 0);
+    dlock_lock_free(ml);
+    dlock_lock_free(members[0]);
+    dlock_lock_free(members[1]);
+    dlock_lock_free(l);
+    dlock_client_free(c2);
+    dlock_client_free(c);
+    redis_fixture_stop(f);
+}
+
 static void test_stats_refuses_null_arguments_and_an_unset_size(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
@@ -142,6 +195,7 @@ static void test_stats_refuses_null_arguments_and_an_unset_size(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stats_follow_a_waiter_a_holder_renewals_a_lost_lease_and_a_reconnect),
+        cmocka_unit_test(test_stats_count_a_reentrant_hold_once_a_members_lease_on_its_client),
         cmocka_unit_test(test_stats_refuses_null_arguments_and_an_unset_size),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
