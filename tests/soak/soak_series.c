@@ -17,8 +17,8 @@
  * it. A leak of one object per second moves the median by a third of the run's length in
  * seconds, far beyond any tolerance below, while a one-off step does so only when it
  * lands in the last third, and then it is a level that did not come back. The gauges that
- * have an idle value (calls in flight, waits, leases held) must also be at it in the idle
- * row, taken after the work ended and every call returned.
+ * have an idle value (calls in flight, waits, leases held, subscriptions: all 0) must also
+ * be at it in the idle row, taken after the work ended and every call returned.
  */
 #include <dirent.h>
 #include <math.h>
@@ -90,8 +90,8 @@ int soak_series_init(void) {
             snprintf(name, sizeof name, "%s.%s", client_names[c], stats_names[f]);
             if (f < 3)
                 add(name, LEVEL, concurrency, 0, true);
-            else if (f == 3)
-                add(name, LEVEL, 2.0 * soak_cfg.names, 0, false);
+            else if (f == 3) /* two channels per object with waiters, at most */
+                add(name, LEVEL, 2.0 * soak_cfg.names, 0, true);
             else
                 add(name, COUNTER, 0, 0, false);
         }
@@ -213,7 +213,7 @@ bool soak_series_gauges_idle(dlock_client *const clients[SOAK_CLIENTS]) {
         dlock_stats_init(&s);
         if (!clients[c] || dlock_client_stats(clients[c], &s) != DLOCK_OK)
             continue;
-        if (s.calls_in_flight != 0 || s.waits != 0 || s.leases_held != 0)
+        if (s.calls_in_flight != 0 || s.waits != 0 || s.leases_held != 0 || s.subscriptions != 0)
             return false;
     }
     return true;

@@ -17,8 +17,8 @@ int soak_series_init(void);
  * gauges as they were in the previous row). idle: the row taken after the work ended. */
 void soak_series_sample(int64_t t_ms, dlock_client *const clients[SOAK_CLIENTS],
                         redis_fixture *redis, bool idle);
-/* Whether every gauge that must return to its idle value has: 0 calls in flight, waits and
- * leases held on every client still open. Reads the clients now. */
+/* Whether every gauge that must return to its idle value has: 0 calls in flight, waits,
+ * leases held and subscriptions on every client still open. Reads the clients now. */
 bool soak_series_gauges_idle(dlock_client *const clients[SOAK_CLIENTS]);
 /* Judges the rows (trend after warm-up; idle values in the idle row), prints the table and
  * one line per failing series on stdout. Returns the number of failing series. */
