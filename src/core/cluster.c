@@ -417,9 +417,11 @@ static long parse_bounded(const char *text, const char *end, long max) {
     return value;
 }
 
-/* "MOVED 3999 127.0.0.1:6381" / "ASK ...": the slot and the node that has it. NULL for an
- * address that is not one (a port out of 1..65535 is refused, not wrapped) or ENOMEM. */
-static node *redirect_target(dlock__cluster *cl, const char *text, int *slot) {
+/* "MOVED 3999 127.0.0.1:6381" / "ASK ...": the slot and the node that has it. An empty host
+ * (":6381", Redis 7 when the node knows no endpoint to give) is the host of `from`, the node
+ * that answered. NULL for an address that is not one (a port out of 1..65535 is refused, not
+ * wrapped) or ENOMEM. */
+static node *redirect_target(dlock__cluster *cl, const node *from, const char *text, int *slot) {
     const char *slot_at = strchr(text, ' ');
     const char *addr = slot_at ? strchr(slot_at + 1, ' ') : NULL;
     if (!addr || (*slot = (int)parse_bounded(slot_at + 1, addr, DLOCK__CLUSTER_SLOTS - 1)) < 0)
@@ -431,12 +433,16 @@ static node *redirect_target(dlock__cluster *cl, const char *text, int *slot) {
         if (*p == ':')
             colon = p;
     long port = colon ? parse_bounded(colon + 1, end, 65535) : -1;
+    if (port < 1)
+        return NULL;
     const char *host = addr, *host_end = colon;
     if (host_end - host >= 2 && host[0] == '[' && host_end[-1] == ']') {
         host++; /* an IPv6 address comes bracketed */
         host_end--;
     }
-    if (port < 1 || host_end <= host || host_end - host > HOST_MAX)
+    if (host_end == addr)
+        return node_get(cl, from->ep.host, (int)port);
+    if (host_end <= host || host_end - host > HOST_MAX)
         return NULL;
     char name[HOST_MAX + 1];
     memcpy(name, host, (size_t)(host_end - host));
@@ -457,7 +463,7 @@ static void redirect(dlock__conn *conn, dlock__cmd *cmd, const dlock__reply *rep
     if (!moved && !ask && !starts(text, "TRYAGAIN")) /* CLUSTERDOWN, READONLY */
         refresh_request(cl);
     int slot = -1;
-    node *to = moved || ask ? redirect_target(cl, text, &slot) : NULL;
+    node *to = moved || ask ? redirect_target(cl, node_of_conn(conn), text, &slot) : NULL;
     if ((moved || ask) && !to)
         dlock__log(cl->client, DLOCK_LOG_WARN, "cluster: %s: not an address to follow", text);
     if (moved) { /* this slot at once; the others (or all, if it named no node) by the map */

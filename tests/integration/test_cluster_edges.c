@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <hiredis/hiredis.h>
 
 #include "cli_run.h"
 #include "client_node.h"
@@ -368,6 +369,38 @@ static void test_a_moved_to_port_70000_is_not_followed(void **s) {
     close_world(&w);
 }
 
+/* "MOVED slot :port" (Redis 7 when a node knows no endpoint for the other): the host of the
+ * node that answered, at that port. It was not followed. */
+static void test_a_moved_without_a_host_means_the_host_that_answered(void **s) {
+    (void)s;
+    test_watchdog_arm(60, __func__);
+    world w = open_world();
+    redis_fixture *other;
+    redis_fixture_opts o = {.tcp = true};
+    assert_int_equal(redis_fixture_start(&o, &other), 0);
+    dlock_client *c = client_on_injector_only(&w, 2000, 1);
+    const char *key = "moved-hostless";
+    char moved[96], want[64];
+    snprintf(moved, sizeof(moved), "-MOVED %d :%d\r\n", dlock__slot_of(key, strlen(key)),
+             redis_fixture_port(other));
+    reply_injector_replace(w.injector, "$3\r\nSET", moved, strlen(moved));
+    const char *set[] = {"SET", key, "there", NULL};
+    core_reply *r = core_call(c, DLOCK__CMD_RETRY_SAFE, set);
+    if (r->status != DLOCK_OK)
+        fail_msg("SET: %s", dlock_err_name(r->status));
+    core_reply_free(r);
+    snprintf(want, sizeof(want), "127.0.0.1:%d", redis_fixture_port(other));
+    expect_node_of(c, key, want);
+    /* it ran where the MOVED said */
+    redisReply *got = redis_fixture_cmd(other, "GET %s", key);
+    assert_non_null(got);
+    assert_string_equal(got->str, "there");
+    freeReplyObject(got);
+    ASSERT_OK(dlock_client_free(c));
+    redis_fixture_stop(other);
+    close_world(&w);
+}
+
 /* ---- a map of 16384 masters ------------------------------------------------------------------ */
 
 static int open_descriptors(void) {
@@ -514,6 +547,7 @@ int main(void) {
         cmocka_unit_test(test_a_host_name_of_256_bytes_makes_the_map_unusable),
         cmocka_unit_test(test_a_moved_to_a_long_name_is_followed_and_its_failure_names_the_node),
         cmocka_unit_test(test_a_moved_to_port_70000_is_not_followed),
+        cmocka_unit_test(test_a_moved_without_a_host_means_the_host_that_answered),
         cmocka_unit_test(test_a_map_of_16384_masters_connects_only_to_the_nodes_in_use),
         cmocka_unit_test(test_connections_to_nodes_are_bounded_and_made_again_on_demand),
     };
