@@ -39,6 +39,11 @@
 #include "sentinel_fixture.h"
 #include "soak.h"
 #include "soak_series.h"
+#include "test_util.h"
+
+/* How long stopping and the checks after it may take: the 60 s for the gauges, 10 + 10 s
+ * for descriptors and threads, 45 s for the keys, and the calls that were running. */
+#define STOP_BUDGET_S 300
 
 soak_config soak_cfg;
 atomic_bool soak_stopping;
@@ -212,6 +217,9 @@ int main(void) {
            *soak_cfg.selftest ? ", SELFTEST " : "", soak_cfg.selftest);
     fflush(stdout);
 
+    /* The start may hang too (a server that never answers): the same watchdog guards it. Its
+     * thread starts here, before the threads are counted. */
+    test_watchdog_arm(STOP_BUDGET_S, "soak: the start (fixtures and clients)");
     redis_fixture *redis = NULL;
     if (redis_fixture_start(NULL, &redis) != 0)
         return 2;
@@ -254,6 +262,8 @@ int main(void) {
          soak_blocking_start(clients[4], clients[4], targets.cluster_name_base, "cluster")))
         return 2;
 
+    test_watchdog_disarm();
+
     /* The work phase. */
     int64_t work_start = soak_now_ms();
     for (int64_t next = work_start; soak_now_ms() - work_start < soak_cfg.run_ms;
@@ -271,7 +281,10 @@ int main(void) {
         }
     }
 
-    /* The work ends: nothing new starts, what runs finishes. */
+    /* The work ends: nothing new starts, what runs finishes. A call that never returns (a
+     * waiter hung, a callback lost) would keep the soak here: the watchdog then ends it,
+     * failing, with every server it started killed. */
+    test_watchdog_arm(STOP_BUDGET_S, "soak: the work's end (a call that never returned)");
     atomic_store(&soak_stopping, true);
     soak_faults_stop();
     soak_blocking_join();
@@ -287,6 +300,8 @@ int main(void) {
     bool threads_back = WAIT_UNTIL(soak_count_threads() <= threads_before, 10000);
     /* Holds a fault cut off expire by their lease: 30 s at most. */
     bool keys_gone = WAIT_UNTIL(lock_keys_left(redis) == 0, 45000);
+
+    test_watchdog_disarm();
 
     /* The verdict. */
     int failing = soak_series_judge();
@@ -318,7 +333,7 @@ int main(void) {
            ops, soak_faults_injected(), soak_lost_total(), unexplained, overlaps);
     int verdict = 0;
     if (failing) {
-        printf("FAIL: %d series (marked FAIL in the table)\n", failing);
+        printf("FAIL: %d series (marked FAIL in the table): %s\n", failing, soak_series_failing());
         verdict = 1;
     }
     if (!idle) {

@@ -50,6 +50,7 @@ static bool *row_idle;
 static int max_rows;
 static int row_count;
 static FILE *csv;
+static char failing_names[1024]; /* "c1.calls_in_flight, fds" */
 
 static int add(const char *name, enum series_kind kind, double abs_tol, double rel_tol,
                bool idle_zero) {
@@ -282,12 +283,22 @@ int soak_series_judge(void) {
                      fails ? "; " : "FAIL: ", idle);
             fails = true;
         }
-        failing += fails;
+        if (fails) {
+            size_t used = strlen(failing_names);
+            if (used + sizeof d->name + 2 < sizeof failing_names)
+                snprintf(failing_names + used, sizeof failing_names - used, "%s%.39s",
+                         failing ? ", " : "", d->name);
+            failing++;
+        }
         printf("%-30s %12.0f %12.0f %12.0f %12.0f %12.0f  %s\n", d->name, base, mid, last, maxv,
                idle, verdict);
     }
     free(scratch);
     return failing;
+}
+
+const char *soak_series_failing(void) {
+    return failing_names;
 }
 
 void soak_series_close(void) {

@@ -23,6 +23,8 @@ bool soak_series_gauges_idle(dlock_client *const clients[SOAK_CLIENTS]);
 /* Judges the rows (trend after warm-up; idle values in the idle row), prints the table and
  * one line per failing series on stdout. Returns the number of failing series. */
 int soak_series_judge(void);
+/* The names of the failing series, comma-separated ("" when none), after the judging. */
+const char *soak_series_failing(void);
 /* Process descriptors and threads now (for the check after the clients are freed). */
 long soak_count_fds(void);
 long soak_count_threads(void);
