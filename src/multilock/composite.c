@@ -97,7 +97,7 @@ void dlock__composite_end(comp_op *op, int status) {
 void dlock__composite_fail(comp_op *op, int status, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(op->op.error_text, sizeof(op->op.error_text), fmt, ap);
+    dlock__vformat_fit(op->op.error_text, sizeof(op->op.error_text), fmt, ap);
     va_end(ap);
     dlock__composite_end(op, status);
 }

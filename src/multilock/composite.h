@@ -81,9 +81,9 @@ typedef struct member_call {
     enum answer answer; /* home loop */
     /* written by the answer before it is carried home, read at home after */
     int status;
-    int64_t value;    /* a query's answer; an acquisition's token (fenced member) */
-    bool handed;      /* acquire: a release already follows this call (home loop) */
-    char detail[160]; /* the member's dlock_last_error() when it failed */
+    int64_t value; /* a query's answer; an acquisition's token (fenced member) */
+    bool handed;   /* acquire: a release already follows this call (home loop) */
+    char detail[DLOCK__ERROR_TEXT_SIZE]; /* the member's dlock_last_error() when it failed */
 } member_call;
 
 typedef void (*round_fn)(round *r);

@@ -16,8 +16,8 @@
 static void take_next(comp_op *op);
 
 static void text(comp_op *op, const member_call *c) {
-    snprintf(op->op.error_text, sizeof(op->op.error_text), "member %s: %s",
-             dlock_lock_name(op->cp->members[c->index]), c->detail);
+    dlock__format_fit(op->op.error_text, sizeof(op->op.error_text), "member %s: %s",
+                      dlock_lock_name(op->cp->members[c->index]), c->detail);
 }
 
 static void oom_text(comp_op *op) {

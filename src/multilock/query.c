@@ -69,8 +69,9 @@ static void on_answers(round *r) {
     int status = DLOCK_OK;
     if (failed && (r->call == CALL_FORCE || !cp->redlock)) {
         status = failed->status;
-        snprintf(op->op.error_text, sizeof(op->op.error_text), "%s: member %s: %s", cp->base.name,
-                 dlock_lock_name(cp->members[failed->index]), failed->detail);
+        dlock__format_fit(op->op.error_text, sizeof(op->op.error_text), "%s: member %s: %s",
+                          cp->base.name, dlock_lock_name(cp->members[failed->index]),
+                          failed->detail);
     }
     if (r->call == CALL_FORCE)
         op->answer = count_true(r) > 0;

@@ -9,7 +9,8 @@
  * a wait). And a text too long for any buffer (an object name of 4000 bytes in a refused
  * channel) loses its middle, marked " ... " (the start of the long word kept), never its
  * end. A host name of 251 bytes that does not resolve is named whole, followed by the
- * resolver's reason, as a short one is. */
+ * resolver's reason, as a short one is. A MultiLock whose member is refused says so with the
+ * member's whole text (it was cut at 160 bytes). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -121,6 +122,34 @@ static void test_a_text_too_long_for_any_buffer_loses_its_middle_not_its_end(voi
     redis_fixture_stop(f);
 }
 
+static void test_a_multilock_members_refusal_keeps_the_whole_hint(void **state) {
+    (void)state;
+    test_watchdog_arm(120, __func__);
+    redis_fixture *f = start_server();
+    const char *user = "orders-service"; /* the member's text: 185 bytes */
+    char lone[2048];
+    refused_text(f, user, REFUSED_KEY, "job", lone, sizeof(lone));
+    char url[1024];
+    snprintf(url, sizeof(url), "unix://%s?user=%s&password=pw", redis_fixture_socket(f), user);
+    dlock_client *c = connect_client_cfg(NULL, (test_client_cfg){.url = url});
+    dlock_lock *members[2] = {NULL, NULL}, *ml = NULL;
+    ASSERT_RC(dlock_lock_new(c, "job", &members[0]), DLOCK_OK);
+    ASSERT_RC(dlock_lock_new(c, "job2", &members[1]), DLOCK_OK);
+    ASSERT_RC(dlock_multilock_new(members, 2, &ml), DLOCK_OK);
+    ASSERT_RC(dlock_lock_try_acquire(ml, 0, 60000), DLOCK_ENOPERM);
+    char text[2048];
+    snprintf(text, sizeof(text), "%s", dlock_last_error());
+    printf("# %zu bytes: %s\n", strlen(text), text);
+    /* the member named, then its whole text: the same grant a lone lock is told */
+    assert_non_null(strstr(text, "member job"));
+    assert_string_equal(after_grant_of(text, user), after_grant_of(lone, user));
+    dlock_lock_free(ml);
+    dlock_lock_free(members[0]);
+    dlock_lock_free(members[1]);
+    dlock_client_free(c);
+    redis_fixture_stop(f);
+}
+
 /* dlock_client_new's detail for a host name that does not resolve. */
 static void unresolvable(const char *host, char *text, size_t size) {
     char url[512];
@@ -167,6 +196,7 @@ int main(void) {
         cmocka_unit_test(test_a_refused_channel_of_a_long_named_user_keeps_the_whole_hint),
         cmocka_unit_test(test_a_text_too_long_for_any_buffer_loses_its_middle_not_its_end),
         cmocka_unit_test(test_a_host_name_of_251_bytes_is_named_whole_with_the_resolvers_reason),
+        cmocka_unit_test(test_a_multilock_members_refusal_keeps_the_whole_hint),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
