@@ -270,14 +270,15 @@ static void drop_links_elsewhere(dlock__sentinel *s, const char *why) {
 
 /* ---- probes: one question on a short-lived connection ----------------------------------- */
 
-/* Notes p's outcome (text: printf-style, after the probe's role and address) and acts on it
- * from the step timer. */
-static void note_outcome(probe *p, enum outcome o, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void note_outcome(probe *p, enum outcome o, const char *fmt, ...) {
+/* Notes p's outcome (err: its error for OUT_FAILED; text: printf-style, after the probe's
+ * role and address) and acts on it from the step timer. */
+static void note_outcome(probe *p, enum outcome o, int err, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void note_outcome(probe *p, enum outcome o, int err, const char *fmt, ...) {
     if (p->outcome != OUT_NONE)
         return; /* the first outcome is the probe's; a drop after an answer changes nothing */
     p->outcome = o;
+    p->err = err;
     char where[160];
     dlock__endpoint_describe(p->target, where, sizeof(where));
     int used = snprintf(p->text, sizeof(p->text), "%s %s: ", p->link.role, where);
@@ -298,7 +299,7 @@ static void on_master_addr(probe *p, const dlock__reply *reply) {
     int type = dlock__reply_type(reply);
     if (type == DLOCK__REPLY_NIL ||
         (type == DLOCK__REPLY_ARRAY && dlock__reply_count(reply) == 0)) {
-        note_outcome(p, OUT_UNKNOWN, "knows no such master");
+        note_outcome(p, OUT_UNKNOWN, DLOCK_OK, "knows no such master");
         return;
     }
     size_t host_len = 0, port_len = 0;
@@ -308,14 +309,13 @@ static void on_master_addr(probe *p, const dlock__reply *reply) {
         !set_addr(&p->named, host, host_len, port, port_len)) {
         char what[96];
         dlock__reply_describe(reply, what, sizeof(what));
-        p->err = DLOCK_ECONN;
-        note_outcome(p, OUT_FAILED,
+        note_outcome(p, OUT_FAILED, DLOCK_ECONN,
                      "unexpected answer to SENTINEL get-master-addr-by-name (not a host and a "
                      "port from 1 to 65535): %s",
                      what);
         return;
     }
-    note_outcome(p, OUT_ADDRESS, "named the master");
+    note_outcome(p, OUT_ADDRESS, DLOCK_OK, "named the master");
 }
 
 static void on_role(probe *p, const dlock__reply *reply) {
@@ -323,10 +323,10 @@ static void on_role(probe *p, const dlock__reply *reply) {
     const char *role = dlock__reply_str(dlock__reply_at(reply, 0), &len);
     if (dlock__reply_type(reply) == DLOCK__REPLY_ARRAY && role && len == 6 &&
         memcmp(role, "master", 6) == 0) {
-        note_outcome(p, OUT_MASTER, "is the master");
+        note_outcome(p, OUT_MASTER, DLOCK_OK, "is the master");
         return;
     }
-    note_outcome(p, OUT_REPLICA, "ROLE says %.*s", (int)len, role ? role : "?");
+    note_outcome(p, OUT_REPLICA, DLOCK_ECONN, "ROLE says %.*s", (int)len, role ? role : "?");
 }
 
 static void probe_reply(dlock__link *link, const dlock__reply *reply, void *arg) {
@@ -335,8 +335,10 @@ static void probe_reply(dlock__link *link, const dlock__reply *reply, void *arg)
     if (dlock__reply_type(reply) == DLOCK__REPLY_ERROR) {
         size_t len = 0;
         const char *text = dlock__reply_str(reply, &len);
-        p->err = DLOCK_ECONN;
-        note_outcome(p, OUT_FAILED, "refused: %.*s", (int)len, text);
+        /* an ACL that denies ROLE (or the sentinel's command) is the user's to fix */
+        bool noperm = len >= 6 && memcmp(text, "NOPERM", 6) == 0;
+        note_outcome(p, OUT_FAILED, noperm ? DLOCK_ENOPERM : DLOCK_ECONN, "refused: %.*s", (int)len,
+                     text);
     } else if (p->asks_sentinel) {
         on_master_addr(p, reply);
     } else {
@@ -360,8 +362,7 @@ static void probe_down(dlock__link *link, int err) {
     probe *p = link->resolve_arg;
     /* last_error_text reads "<role> connection to <where>: <why>": keep the why */
     const char *why = strstr(link->last_error_text, ": ");
-    p->err = err;
-    note_outcome(p, OUT_FAILED, "%s", why ? why + 2 : link->last_error_text);
+    note_outcome(p, OUT_FAILED, err, "%s", why ? why + 2 : link->last_error_text);
 }
 
 static void probe_start(dlock__sentinel *s, probe *p, bool asks_sentinel,
@@ -400,19 +401,18 @@ static void on_ask_timeout(dlock__timer *t, void *arg) {
     dlock__sentinel *s = arg;
     for (size_t i = 0; i < s->url.count; i++) {
         probe *p = &s->askers[i];
-        if (!p->open || p->outcome != OUT_NONE)
-            continue;
-        p->err = DLOCK_ECONN;
-        note_outcome(p, OUT_FAILED, "no answer within %lld ms (connect_timeout_ms)",
-                     (long long)s->client->opts.connect_timeout_ms);
+        if (p->open) /* note_outcome keeps an outcome already noted */
+            note_outcome(p, OUT_FAILED, DLOCK_ECONN,
+                         "no answer within %lld ms (connect_timeout_ms)",
+                         (long long)s->client->opts.connect_timeout_ms);
     }
 }
 
 static void on_check_timeout(dlock__timer *t, void *arg) {
     (void)t;
     dlock__sentinel *s = arg;
-    s->checker.err = DLOCK_ECONN;
-    note_outcome(&s->checker, OUT_FAILED, "no answer within %lld ms (connect_timeout_ms)",
+    note_outcome(&s->checker, OUT_FAILED, DLOCK_ECONN,
+                 "no answer within %lld ms (connect_timeout_ms)",
                  (long long)s->client->opts.connect_timeout_ms);
 }
 
@@ -575,7 +575,7 @@ static void after_checking(dlock__sentinel *s) {
         drop_links_elsewhere(s, moved);
         return;
     }
-    s->check_err = p->outcome == OUT_FAILED ? p->err : DLOCK_ECONN;
+    s->check_err = p->err;
     if (p->outcome == OUT_REPLICA)
         snprintf(s->check_why, sizeof(s->check_why),
                  "named master '%s' by the sentinels, but %s (a failover in progress?); asking "

@@ -145,6 +145,36 @@ static void test_a_wrong_data_node_password_is_eauth_as_on_a_redis_url(void **st
     free(hosts);
 }
 
+/* The data nodes' user may not run ROLE, which tells the master from a replica: the ACL's
+ * refusal is DLOCK_ENOPERM naming it, as a refused handshake command is on a redis:// URL
+ * (it was DLOCK_ECONN). */
+static void test_a_master_check_the_acl_refuses_is_enoperm(void **state) {
+    (void)state;
+    test_watchdog_arm(60, __func__);
+    for (int i = 0; i < SENTINEL_FIXTURE_NODES; i++) {
+        redisReply *r = redis_fixture_cmd(sentinel_fixture_node(fx, i),
+                                          "ACL SETUSER norole on >pw ~* &* +@all -role");
+        assert_non_null(r);
+        assert_int_equal(r->type, REDIS_REPLY_STATUS);
+        freeReplyObject(r);
+    }
+    char *hosts = fixture_hosts();
+    char *url = topo_asprintf("redis-sentinel://norole:pw@%s/mymaster", hosts);
+    dlock_options o;
+    dlock_options_init(&o);
+    o.url = url;
+    o.connect_timeout_ms = 5000;
+    dlock_client *c = NULL;
+    ASSERT_RC(dlock_client_new(&o, &c), DLOCK_ENOPERM);
+    printf("# %s\n", dlock_last_error());
+    if (!strstr(dlock_last_error(), "NOPERM") || !strstr(dlock_last_error(), "master check"))
+        fail_msg("the error does not say the master check was refused: %s", dlock_last_error());
+    for (int i = 0; i < SENTINEL_FIXTURE_NODES; i++)
+        redis_fixture_int(sentinel_fixture_node(fx, i), "ACL DELUSER norole");
+    free(url);
+    free(hosts);
+}
+
 /* ---- addresses that are none ---------------------------------------------------------------- */
 
 static void test_a_sentinel_host_with_a_space_or_an_escape_is_einval(void **state) {
@@ -313,6 +343,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_silent_sentinels_cost_one_connect_timeout_not_one_each),
         cmocka_unit_test(test_a_wrong_data_node_password_is_eauth_as_on_a_redis_url),
+        cmocka_unit_test(test_a_master_check_the_acl_refuses_is_enoperm),
         cmocka_unit_test(test_a_sentinel_host_with_a_space_or_an_escape_is_einval),
         cmocka_unit_test(test_a_sentinel_answer_with_a_nul_or_a_signed_port_is_no_address),
         cmocka_unit_test(test_one_sentinels_bogus_switch_does_not_shut_out_the_real_master),
