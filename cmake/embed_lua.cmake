@@ -35,6 +35,21 @@
 # preludes' lines in its error messages: the comment above each text in dlock_scripts.c
 # says by how many lines the script's own begin later. A script that calls or defines a
 # prelude's helper without asking for that prelude stops the build.
+#
+# What each KEYS[i] is, as data. Every line of a script's header comment that starts
+# "-- KEYS[" declares a key and carries one tag:
+#
+#   -- KEYS[i]     [stored]   <what it is>      a key Redis keeps
+#   -- KEYS[i]     [unstored] <what it is>      never stored: a channel, a key base the script
+#                                               builds names from, a key a Cluster client
+#                                               never makes the script touch
+#   -- KEYS[1..n]  [stored]   <what they are>   a batch of stored keys
+#
+# The build turns the tags into dlock__scripts[id].unstored_keys (bit i: KEYS[i] is
+# [unstored]), which a Cluster client passes undeclared (src/core/script.c says why). A
+# declaration without a tag or with another word in its place, an index outside 1..31 or
+# declared twice, and a script with no declaration at all stop the build: what the Cluster
+# client does cannot hang on a typo in a comment.
 
 cmake_minimum_required(VERSION 3.25)
 
@@ -200,6 +215,46 @@ function(check_prelude_calls script used_preludes)
   endforeach()
 endfunction()
 
+# Sets out_var to the unstored_keys mask of src/<script>.lua from its header's tags (above).
+function(unstored_keys_of script out_var)
+  file(READ "${DLOCK_SOURCE_DIR}/src/${script}.lua" text)
+  string(REGEX MATCH "^([ \t]*(--[^\n]*)?\n)*" header "${text}")
+  string(REGEX MATCHALL "(^|\n)-- KEYS\\[[^\n]*" declarations "${header}")
+  if(declarations STREQUAL "")
+    message(FATAL_ERROR "embed_lua.cmake: src/${script}.lua declares no KEYS: its header "
+                        "needs a '-- KEYS[i]  [stored|unstored] ...' line for each key")
+  endif()
+  set(mask 0)
+  set(declared "")
+  foreach(line IN LISTS declarations)
+    string(REGEX REPLACE "^\n" "" line "${line}")
+    if(line MATCHES "^-- KEYS\\[1\\.\\.n\\][ \t]+\\[stored\\]([ \t]|$)")
+      list(APPEND declared "1..n")
+    elseif(line MATCHES "^-- KEYS\\[([1-9][0-9]?)\\][ \t]+\\[(stored|unstored)\\]([ \t]|$)")
+      set(index "${CMAKE_MATCH_1}")
+      set(tag "${CMAKE_MATCH_2}")
+      if(index GREATER 31 OR index IN_LIST declared)
+        message(FATAL_ERROR "embed_lua.cmake: src/${script}.lua: '${line}': KEYS[${index}] "
+                            "is declared twice or is past KEYS[31]")
+      endif()
+      list(APPEND declared "${index}")
+      if(tag STREQUAL "unstored")
+        math(EXPR mask "${mask} | (1 << ${index})")
+      endif()
+    else()
+      message(FATAL_ERROR "embed_lua.cmake: src/${script}.lua: '${line}': a KEYS line of the "
+                          "header is '-- KEYS[i]  [stored] ...' or '-- KEYS[i]  [unstored] ...' "
+                          "(or '-- KEYS[1..n]  [stored] ...')")
+    endif()
+  endforeach()
+  if("1..n" IN_LIST declared AND NOT declared STREQUAL "1..n")
+    message(FATAL_ERROR "embed_lua.cmake: src/${script}.lua declares KEYS[1..n] beside "
+                        "single KEYS")
+  endif()
+  math(EXPR mask "${mask}" OUTPUT_FORMAT HEXADECIMAL)
+  set(${out_var} "${mask}" PARENT_SCOPE)
+endfunction()
+
 # "??x" can be a trigraph in ISO C (-std=c11): break every pair of question marks.
 function(break_trigraphs in out_var)
   set(s "${in}")
@@ -288,7 +343,8 @@ foreach(script IN LISTS scripts)
                          "line L + ${offset} here")
   endif()
   string(APPEND c_defs "/* ${origin} */\nstatic const char ${var}[] =${body};\n\n")
-  string(APPEND c_table "    [${id}] = {\"${script}\", ${var}, ${len}},\n")
+  unstored_keys_of("${script}" unstored)
+  string(APPEND c_table "    [${id}] = {\"${script}\", ${var}, ${len}, ${unstored}u},\n")
   string(APPEND c_checks
          "_Static_assert(sizeof(${var}) - 1 == ${len}, \"src/${script}.lua: length mismatch\");\n")
 endforeach()
@@ -303,7 +359,12 @@ set(h "${banner}")
 string(APPEND h "#ifndef DLOCK_SCRIPTS_H\n")
 string(APPEND h "#define DLOCK_SCRIPTS_H\n")
 string(APPEND h "#include <stddef.h>\n")
-string(APPEND h "typedef struct dlock__script_source { const char *name; const char *text; size_t len; } dlock__script_source;\n")
+string(APPEND h "typedef struct dlock__script_source {\n")
+string(APPEND h "    const char *name;\n")
+string(APPEND h "    const char *text;\n")
+string(APPEND h "    size_t len;\n")
+string(APPEND h "    unsigned unstored_keys; /* bit i: its header tags KEYS[i] [unstored] */\n")
+string(APPEND h "} dlock__script_source;\n")
 string(APPEND h "enum dlock__script_id { ${enum_body} };\n")
 if(count GREATER 0)
   string(APPEND h "#define DLOCK__HAVE_SCRIPTS 1\n")

@@ -358,9 +358,6 @@ int dlock__scripts_load(dlock__link *link);
  * says why). DLOCK_ENOMEM; dlock__scripts_free frees what was made. */
 int dlock__scripts_shard(dlock_client *c);
 void dlock__scripts_free(dlock_client *c);
-/* Bit i set: the script's KEYS[i] is no stored key (a channel), which a Cluster client
- * passes undeclared (script.c says why). */
-unsigned dlock__script_unstored_keys(enum dlock__script_id id);
 /* The text a client sends for a script: the embedded one, or its Cluster text. */
 const char *dlock__script_text(const dlock_client *c, enum dlock__script_id id, size_t *len);
 const char *dlock__script_sha(const dlock_client *c, enum dlock__script_id id);

@@ -3,7 +3,7 @@
 -- lock, the write half of a read-write lock): the lease of KEYS[i] is held while its owner
 -- field ARGV[1+i] exists.
 --
--- KEYS[1..n]  the lock hashes
+-- KEYS[1..n]  [stored] the lock hashes
 -- ARGV[1]     the lease to set, ms (watchdog_ms)
 -- ARGV[1+i]   the owner field of KEYS[i]
 -- Reply: an array of n integers, 1 = renewed, 0 = gone (the lease is lost).

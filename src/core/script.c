@@ -25,12 +25,12 @@
  * Redisson's scripts take among their KEYS, is never stored, so it would count as missing
  * for the whole migration, and every release would wait for its end — past a short lease.
  * So in a Cluster the KEYS that are no stored keys (the channels, the read-write lock's
- * name base: as each script's header says, dlock__script_unstored_keys) are
- * not declared: conn.c passes them after the arguments, then a last argument naming their
- * positions ("2,4"; "2+99" for the watchdog's batches, which declare their first key only),
- * and the prelude puts KEYS and ARGV back as the script wrote them. (Publishing
- * to a shard channel is served by the slot's owner during a migration: the cluster checks
- * no channel's presence.) */
+ * name base: each script's header tags them [unstored], and the build turns the tags into
+ * dlock__scripts[id].unstored_keys, cmake/embed_lua.cmake) are not declared: conn.c passes them
+ * after the arguments, then a last argument naming their positions ("2,4"; "2+99" for the
+ * watchdog's batches, which declare their first key only), and the prelude puts KEYS and ARGV back
+ * as the script wrote them. (Publishing to a shard channel is served by the slot's owner during a
+ * migration: the cluster checks no channel's presence.) */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -142,29 +142,6 @@ static char *sharded_text(const dlock__script_source *src) {
     return out;
 }
 
-/* The KEYS of a script that are no stored keys, as its header says: every script lists its
- * KEYS in its header comment, one "-- KEYS[i]  <what it is>" line each, and a channel's or
- * a key base's line says so ("its channel redisson_lock__channel:{N}", "the key base
- * {N}"), as does a key a script may leave alone ("undeclared in a Cluster"). So a new script's
- * header is all a Cluster client needs to know; tests/unit checks the scripts of today against what
- * they do. Bit i: KEYS[i]. */
-unsigned dlock__script_unstored_keys(enum dlock__script_id id) {
-    unsigned positions = 0;
-    for (const char *line = dlock__scripts[id].text; line; line = strchr(line, '\n')) {
-        line += *line == '\n';
-        int k, at = 0; /* (preludes come first in the text: every line is looked at) */
-        if (sscanf(line, "-- KEYS[%d]%n", &k, &at) != 1 || at == 0 || k < 1 || k > 31)
-            continue;
-        size_t len = strcspn(line, "\n");
-        char what[160];
-        snprintf(what, sizeof(what), "%.*s", (int)(len - (size_t)at), line + at);
-        if (strstr(what, "channel") || strstr(what, "key base") ||
-            strstr(what, "undeclared in a Cluster"))
-            positions |= 1u << k;
-    }
-    return positions;
-}
-
 int dlock__scripts_shard(dlock_client *c) {
     c->script_text = dlock__calloc(DLOCK__SCRIPT_COUNT, sizeof(*c->script_text));
     if (!c->script_text)
@@ -175,7 +152,7 @@ int dlock__scripts_shard(dlock_client *c) {
     for (size_t i = 0; i < DLOCK__SCRIPT_COUNT; i++) {
         if (!(c->script_text[i] = sharded_text(&dlock__scripts[i])))
             return DLOCK_ENOMEM;
-        c->script_unstored[i] = dlock__script_unstored_keys((enum dlock__script_id)i);
+        c->script_unstored[i] = dlock__scripts[i].unstored_keys;
     }
     return DLOCK_OK;
 }

@@ -22,13 +22,13 @@
 -- the wake-ups are published before anything is written; a message is delivered when the
 -- script ends either way), so a refused PUBLISH leaves Redis unchanged.
 --
--- KEYS[1]  the lock hash N (owner field -> hold count, as the reentrant lock)
--- KEYS[2]  redisson_lock_queue:{N}: list of waiting owner fields, first in line first
--- KEYS[3]  redisson_lock_timeout:{N}: sorted set, owner field -> deadline (Redisson's form)
--- KEYS[4]  redisson_lock__channel:{N}: a waiter listens on KEYS[4] .. ':' .. its field
--- KEYS[5]  {N}:fair_waiters (dlock only): sorted set, dlock waiter field -> deadline (ms,
+-- KEYS[1]  [stored] the lock hash N (owner field -> hold count, as the reentrant lock)
+-- KEYS[2]  [stored] redisson_lock_queue:{N}: list of waiting owner fields, first in line first
+-- KEYS[3]  [stored] redisson_lock_timeout:{N}: sorted set, owner field -> deadline (Redisson's form)
+-- KEYS[4]  [unstored] redisson_lock__channel:{N}: a waiter listens on KEYS[4] .. ':' .. its field
+-- KEYS[5]  [stored] {N}:fair_waiters (dlock only): sorted set, dlock waiter field -> deadline (ms,
 --          server clock)
--- KEYS[6]  fenced fair lock only: redisson_lock_token:{N}
+-- KEYS[6]  [stored] fenced fair lock only: redisson_lock_token:{N}
 -- ARGV[1]  the operation:
 --   'acquire'  ARGV[2] lease ms, ARGV[3] field, ARGV[4] believed holds, ARGV[5] fair_wait ms
 --              -> {1, holds, token} acquired | {0, hint}: in line; hint = ms until it is

@@ -1,15 +1,15 @@
 -- SPDX-License-Identifier: MIT
 -- acquire.lua — take the lock (a hold more), or say how long its holder keeps it.
 --
--- KEYS[1]  the lock hash N: owner field -> hold count (Redisson RLock)
--- KEYS[2]  with ARGV[4] only: the hand-off marker, undeclared in a Cluster like a channel
+-- KEYS[1]  [stored] the lock hash N: owner field -> hold count (Redisson RLock)
+-- KEYS[2]  [unstored] with ARGV[4] only: the hand-off marker, undeclared in a Cluster like a channel
 --          (below): {N}:handoff (dlock's own), a string, the owner field of the waiter the
 --          free lock is promised to (release.lua sets it, with its lifetime)
--- KEYS[3]  with ARGV[4] only: the hand-off queue, undeclared in a Cluster: {N}:handoff_queue
+-- KEYS[3]  [unstored] with ARGV[4] only: the hand-off queue, undeclared in a Cluster: {N}:handoff_queue
 --          (dlock's own), a sorted set of the owner fields of waiting owners, scored by the
 --          server's clock (ms) when each joined; PEXPIRE ARGV[5], renewed by every attempt
 --          that waits on
--- KEYS[4]  fenced lock with ARGV[4], KEYS[2] without: the token counter
+-- KEYS[4]  [stored] fenced lock with ARGV[4], KEYS[2] without: the token counter
 --          redisson_lock_token:{N}
 -- ARGV[1]  the lease to set, ms
 -- ARGV[2]  the owner field, <client-id>:<owner>

@@ -1,8 +1,8 @@
 -- SPDX-License-Identifier: MIT
 -- force_release.lua — delete the lock whoever holds it and wake its waiters.
 --
--- KEYS[1]  the lock hash N
--- KEYS[2]  its channel redisson_lock__channel:{N}
+-- KEYS[1]  [stored] the lock hash N
+-- KEYS[2]  [unstored] its channel redisson_lock__channel:{N}
 -- Reply    1 if it was locked (now deleted, "0" published), 0 if it was not
 --
 -- A key of another type is refused, not deleted: it is not ours.

@@ -4,9 +4,9 @@
 -- back for the marker's lifetime by a waiter that has left, and no release names it. Only
 -- its own: a marker naming another waiter stays.
 --
--- KEYS[1]  the hand-off marker {N}:handoff (dlock's own): a string, the owner field of
+-- KEYS[1]  [stored] the hand-off marker {N}:handoff (dlock's own): a string, the owner field of
 --          the waiter the free lock is promised to
--- KEYS[2]  the hand-off queue {N}:handoff_queue (dlock's own): a sorted set of owner fields
+-- KEYS[2]  [stored] the hand-off queue {N}:handoff_queue (dlock's own): a sorted set of owner fields
 -- ARGV[1]  the owner field of the waiter that gave up, <client-id>:<owner>
 -- Reply    1 the marker named it and is gone; 0 it named another waiter, or nobody
 --

@@ -2,8 +2,8 @@
 -- raise_token.lua — a fenced lock's token counter is raised to at least a floor, while the
 -- owner holds the lock (a RedLock over fenced members: see src/multilock/multilock.c).
 --
--- KEYS[1]  the lock hash N
--- KEYS[2]  the token counter redisson_lock_token:{N}
+-- KEYS[1]  [stored] the lock hash N
+-- KEYS[2]  [stored] the token counter redisson_lock_token:{N}
 -- ARGV[1]  the owner field, <client-id>:<owner>
 -- ARGV[2]  the floor: the composite's token
 -- Reply    1 the owner holds N, and the counter is now at least the floor | 0 it does not

@@ -1,14 +1,14 @@
 -- SPDX-License-Identifier: MIT
 -- release.lua — give back one hold; the last one frees the lock and wakes its waiters.
 --
--- KEYS[1]  the lock hash N
--- KEYS[2]  its channel redisson_lock__channel:{N}
--- KEYS[3]  optional, passed when others waited in line as the holds were taken (the
+-- KEYS[1]  [stored] the lock hash N
+-- KEYS[2]  [unstored] its channel redisson_lock__channel:{N}
+-- KEYS[3]  [stored] optional, passed when others waited in line as the holds were taken (the
 --          acquire's reply 2; never in a Cluster): the hand-off marker {N}:handoff
 --          (acquire.lua). Without it the release names nobody and costs what Redisson's
 --          does: every key and argument of a script costs the server time in every call.
--- KEYS[4]  with KEYS[3]: the hand-off queue {N}:handoff_queue (acquire.lua)
--- KEYS[5]  with KEYS[3]: the turn channel dlock_lock_turn__channel:{N} (dlock's own)
+-- KEYS[4]  [stored] with KEYS[3]: the hand-off queue {N}:handoff_queue (acquire.lua)
+-- KEYS[5]  [unstored] with KEYS[3]: the turn channel dlock_lock_turn__channel:{N} (dlock's own)
 -- ARGV[1]  the lease to keep when holds remain, ms
 -- ARGV[2]  the owner field, <client-id>:<owner>
 -- ARGV[3]  the hold count the client believes this owner has (0: it does not know)

@@ -2,7 +2,7 @@
 -- set_lease.lua — give a lock its owner already holds a new lease (a MultiLock takes its
 -- members under the watchdog, then sets the caller's lease on each once all are taken).
 --
--- KEYS[1]  the lock hash N
+-- KEYS[1]  [stored] the lock hash N
 -- ARGV[1]  the lease, ms
 -- ARGV[2]  the owner field
 -- Reply    1 set, 0 the owner holds nothing

@@ -10,7 +10,7 @@
 -- least as long as its timeout keys: that list is how rw.lua tells dlock's readers (judged
 -- by their keys) from Redisson's (judged by the hash).
 --
--- KEYS[1..n]  the lock hashes
+-- KEYS[1..n]  [stored] the lock hashes
 -- ARGV[1]     the lease, ms (watchdog_ms)
 -- ARGV[1+i]   the reader field of KEYS[i]
 -- Reply: an array of n integers, 1 = renewed, 0 = gone (the lease is lost).

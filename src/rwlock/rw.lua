@@ -6,8 +6,8 @@
 -- hash is deleted when nobody holds it, or kept alive as long as its longest live hold.
 --
 -- Whose readers may be judged dead: only dlock's own. A dlock reader's every hold has a
--- timeout key that its own client renews, and its field is listed in the dlock-only set
--- KEYS[4] .. ':rwlock_readers'. Any other reader field (a Redisson client's) is judged as
+-- timeout key that its own client renews, and its field is listed in the dlock-only
+-- set KEYS[4] .. ':rwlock_readers'. Any other reader field (a Redisson client's) is judged as
 -- Redisson judges it: alive as long as it is in the hash, and the hash lives by its TTL.
 -- Redisson's read watchdog renews the hash but not always the timeout keys, so dropping a
 -- Redisson reader by its keys would let a writer in beside a live reader.
@@ -16,15 +16,15 @@
 -- checked first, and a PUBLISH goes before the writes (it is delivered when the script
 -- ends either way), so a refused PUBLISH leaves Redis unchanged.
 --
--- KEYS[1]  the lock hash N: 'mode' -> 'read'|'write', reader field "<client-id>:<owner>"
+-- KEYS[1]  [stored] the lock hash N: 'mode' -> 'read'|'write', reader field "<client-id>:<owner>"
 --          -> read holds, writer field "<client-id>:<owner>:write" -> write holds
--- KEYS[2]  the channel redisson_rwlock:{N}: "0" a read release freed it, "1" a write
+-- KEYS[2]  [unstored] the channel redisson_rwlock:{N}: "0" a read release freed it, "1" a write
 --          release freed it or left only reads (every waiter may look again)
--- KEYS[3]  {N}:rwlock_writers: sorted set, waiting writer field -> deadline (server clock).
+-- KEYS[3]  [stored] {N}:rwlock_writers: sorted set, waiting writer field -> deadline (server clock).
 --          While a live writer waits, new readers wait too (dlock's answer to writer
 --          starvation; Redisson has none). A waiting writer refreshes its deadline with
 --          every attempt; a dead one stops counting after fair_wait_ms.
--- KEYS[4]  the key base "{N}": read hold k of reader R has its own lease in the string key
+-- KEYS[4]  [unstored] the key base "{N}": read hold k of reader R has its own lease in the string key
 --          KEYS[4] .. ':' .. R .. ':rwlock_timeout:' .. k; dlock's readers are listed in
 --          the set KEYS[4] .. ':rwlock_readers', which lives at least as long as any of
 --          their timeout keys

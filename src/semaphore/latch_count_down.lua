@@ -2,8 +2,8 @@
 -- latch_count_down.lua — count down by one; at zero the latch is deleted and its waiters
 -- released.
 --
--- KEYS[1]  the latch N
--- KEYS[2]  its channel redisson_countdownlatch__channel__{N}
+-- KEYS[1]  [stored] the latch N
+-- KEYS[2]  [unstored] its channel redisson_countdownlatch__channel__{N}
 -- Reply    the count now (0 when it finished; counting down a finished latch does nothing)
 --
 -- Checks first, then writes (see src/lock/acquire.lua): a refused call changes nothing.

@@ -1,8 +1,8 @@
 -- SPDX-License-Identifier: MIT
 -- latch_try_set.lua — set the count of a latch that is unset or finished (trySetCount).
 --
--- KEYS[1]  the latch N: a string, the remaining count (absent: unset or finished)
--- KEYS[2]  its channel redisson_countdownlatch__channel__{N}
+-- KEYS[1]  [stored] the latch N: a string, the remaining count (absent: unset or finished)
+-- KEYS[2]  [unstored] its channel redisson_countdownlatch__channel__{N}
 -- ARGV[1]  count (>= 0; 0 leaves the latch finished)
 -- Reply    1 set (and "1" published, Redisson's new-count message), 0 it is still counting
 --

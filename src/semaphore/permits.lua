@@ -4,10 +4,10 @@
 -- One script for all of them, because each must begin the same way: give back the
 -- permits whose lease has ended. Time is the server's TIME, never a client's clock.
 --
--- KEYS[1]  the semaphore N: a string, the available permits
--- KEYS[2]  {N}:timeout: sorted set, permit id (16 raw bytes) -> lease end (ms since the
+-- KEYS[1]  [stored] the semaphore N: a string, the available permits
+-- KEYS[2]  [stored] {N}:timeout: sorted set, permit id (16 raw bytes) -> lease end (ms since the
 --          epoch, server clock), 922337203685477 for a permit without a lease
--- KEYS[3]  the channel redisson_sc:{N}
+-- KEYS[3]  [unstored] the channel redisson_sc:{N}
 -- ARGV[1]  the operation:
 --   'set'        ARGV[2] permits           -> 1 set, 0 it already existed
 --   'acquire'    ARGV[2] id, ARGV[3] lease ms (-1: none)

@@ -1,7 +1,7 @@
 -- SPDX-License-Identifier: MIT
 -- sem_acquire.lua — take permits if that many are available.
 --
--- KEYS[1]  the semaphore N
+-- KEYS[1]  [stored] the semaphore N
 -- ARGV[1]  permits wanted (> 0)
 -- Reply    {1, available after} taken, {0, available} not enough
 --

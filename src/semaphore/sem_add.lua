@@ -1,8 +1,8 @@
 -- SPDX-License-Identifier: MIT
 -- sem_add.lua — add permits (a negative delta takes them away; the count may go below 0).
 --
--- KEYS[1]  the semaphore N
--- KEYS[2]  its channel redisson_sc:{N}
+-- KEYS[1]  [stored] the semaphore N
+-- KEYS[2]  [unstored] its channel redisson_sc:{N}
 -- ARGV[1]  delta
 -- Reply    the available permits now (also published, so waiters look again)
 --

@@ -1,7 +1,7 @@
 -- SPDX-License-Identifier: MIT
 -- sem_drain.lua — take every available permit at once.
 --
--- KEYS[1]  the semaphore N
+-- KEYS[1]  [stored] the semaphore N
 -- Reply    the permits taken: 0 when there are none, or the count is below zero (a
 --          negative count is left as it is: draining must not add permits)
 --

@@ -1,8 +1,8 @@
 -- SPDX-License-Identifier: MIT
 -- sem_release.lua — give permits back (no owner: anybody may, as in Redisson).
 --
--- KEYS[1]  the semaphore N
--- KEYS[2]  its channel redisson_sc:{N}
+-- KEYS[1]  [stored] the semaphore N
+-- KEYS[2]  [unstored] its channel redisson_sc:{N}
 -- ARGV[1]  permits (> 0)
 -- Reply    the available permits now (also published: the waiters' wake-up)
 --

@@ -1,8 +1,8 @@
 -- SPDX-License-Identifier: MIT
 -- sem_try_set.lua — set a semaphore's permits if it does not exist yet (trySetPermits).
 --
--- KEYS[1]  the semaphore N: a string, the available permits
--- KEYS[2]  its channel redisson_sc:{N}
+-- KEYS[1]  [stored] the semaphore N: a string, the available permits
+-- KEYS[2]  [unstored] its channel redisson_sc:{N}
 -- ARGV[1]  permits
 -- Reply    1 set (and the count published), 0 it already existed
 --

@@ -2,7 +2,7 @@
 -- force_release.lua — the spin lock's forceUnlock: delete N whoever holds it, publishing
 -- nothing (nobody listens: spin waiters look again by their backoff).
 --
--- KEYS[1]  the lock hash N
+-- KEYS[1]  [stored] the lock hash N
 -- Reply    1 if it was locked (now deleted), 0 if it was not
 --
 -- A key of another type is refused, not deleted: it is not a lock.

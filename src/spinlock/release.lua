@@ -3,7 +3,7 @@
 -- Nothing is published: a spin lock's waiters listen on no channel, they look again when
 -- their backoff says (Redisson's RSpinLock unlocks the same way, without PUBLISH).
 --
--- KEYS[1]  the lock hash N: owner field -> hold count
+-- KEYS[1]  [stored] the lock hash N: owner field -> hold count
 -- ARGV[1]  the lease to keep when holds remain, ms
 -- ARGV[2]  the owner field, <client-id>:<owner>
 -- ARGV[3]  the hold count the client believes this owner has (0: it does not know)
