@@ -10,10 +10,12 @@
  * (handle, then client, at once); and the same hand-over with resends (SCRIPT FLUSH before
  * each side's call, every connection killed while the waiter sleeps). A few more tests
  * drive the internal work of the composites: a RedLock that fails its quorum and gives back
- * what it took, frees made on the client's loop thread (from a callback), and a member's
- * loss carried home from another client. After each, the test waits (polls, or runs the
- * loop) until every gauge of every client still open is idle, within a generous bound,
- * then asserts each one exactly, naming the gauge and the client. */
+ * what it took, frees made on the client's loop thread (from a callback), a member's loss
+ * carried home from another client, and a member's answer that finds its home client freed
+ * (it stays where it is: no use of the freed client). After each, the test waits (polls, or runs
+ * the loop) until every gauge of every client still open is idle, within a generous bound, then
+ * asserts each one exactly, naming the gauge and the client (the admin client, which sets objects
+ * up, included). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -102,10 +104,15 @@ static void step(world *w) {
         }                                                                                          \
     } while (0)
 
+/* The clients still open: c[0..CLIENTS-1] (NULL once freed), then the admin. */
+static dlock_client *client_at(world *w, int i) {
+    return i < CLIENTS ? w->c[i] : w->admin;
+}
+
 static bool all_idle(world *w) {
-    for (int i = 0; i < CLIENTS; i++)
-        for (size_t g = 0; w->c[i] && g < NGAUGES; g++)
-            if (gauge_of(w->c[i], &GAUGES[g]) != 0)
+    for (int i = 0; i <= CLIENTS; i++)
+        for (size_t g = 0; client_at(w, i) && g < NGAUGES; g++)
+            if (gauge_of(client_at(w, i), &GAUGES[g]) != 0)
                 return false;
     return true;
 }
@@ -115,12 +122,12 @@ static void assert_idle(world *w) {
     int64_t until = test_now_ms() + slack_ms(10000);
     while (!all_idle(w) && test_now_ms() < until)
         step(w);
-    for (int i = 0; i < CLIENTS; i++)
-        for (size_t g = 0; w->c[i] && g < NGAUGES; g++) {
-            int64_t v = gauge_of(w->c[i], &GAUGES[g]);
+    for (int i = 0; i <= CLIENTS; i++)
+        for (size_t g = 0; client_at(w, i) && g < NGAUGES; g++) {
+            int64_t v = gauge_of(client_at(w, i), &GAUGES[g]);
             if (v != 0)
-                fail_msg("client %d: stats.%s = %lld after the work ended, idle is 0", i,
-                         GAUGES[g].name, (long long)v);
+                fail_msg("client %d%s: stats.%s = %lld after the work ended, idle is 0", i,
+                         i == CLIENTS ? " (admin)" : "", GAUGES[g].name, (long long)v);
         }
 }
 
@@ -192,34 +199,32 @@ typedef struct kind {
     bool waits_seen; /* a waiting B shows in stats.waits (a RedLock retries in rounds instead) */
 } kind;
 
+static void note_answer(done *d, int status) {
+    d->status = status;
+    atomic_fetch_add(&d->calls, 1); /* last: the test thread reads status after it */
+}
+
 static void lock_answered(dlock_lock *l, int status, void *arg) {
     (void)l;
-    done *d = arg;
-    d->status = status;
-    atomic_fetch_add(&d->calls, 1);
+    note_answer(arg, status);
 }
 
 static void sem_answered(dlock_semaphore *s, int status, void *arg) {
     (void)s;
-    done *d = arg;
-    d->status = status;
-    atomic_fetch_add(&d->calls, 1);
+    note_answer(arg, status);
 }
 
 static void permits_answered(dlock_permits *p, int status, const dlock_permit_id *id, void *arg) {
     (void)p;
     done *d = arg;
-    d->status = status;
     if (status == DLOCK_OK && id)
         d->t->id = *id;
-    atomic_fetch_add(&d->calls, 1);
+    note_answer(d, status);
 }
 
 static void latch_answered(dlock_latch *l, int status, void *arg) {
     (void)l;
-    done *d = arg;
-    d->status = status;
-    atomic_fetch_add(&d->calls, 1);
+    note_answer(arg, status);
 }
 
 /* locks: plain, fenced, fair, spin, read-write, and the composites over plain locks */
@@ -623,18 +628,16 @@ typedef struct self_free {
 
 static void freed_on_release(dlock_lock *l, int status, void *arg) {
     self_free *s = arg;
-    s->released.status = status;
     dlock_lock_free(l);
-    atomic_fetch_add(&s->released.calls, 1);
+    note_answer(&s->released, status);
 }
 
 static void release_on_take(dlock_lock *l, int status, void *arg) {
     self_free *s = arg;
-    s->taken.status = status;
     int rc = dlock_lock_release_async(l, OWNER_A, freed_on_release, s);
     if (rc != DLOCK_OK)
-        s->released.status = rc;
-    atomic_fetch_add(&s->taken.calls, 1);
+        note_answer(&s->released, rc);
+    note_answer(&s->taken, status);
 }
 
 static void frees_on_the_loop_thread(world *w, const kind *k) {
@@ -682,13 +685,44 @@ static void loss_carried_home(world *w) {
     assert_idle(w);
 }
 
+/* A RedLock homed on client 2, with a member on client 0, asks its members while the
+ * server holds every command (CLIENT PAUSE); the RedLock, its members and client 2 are freed
+ * meanwhile. Client 0's member answers once the pause ends, to a home client that is gone:
+ * the answer stays where it is. The pause is long (5 s) so that the frees, which need no
+ * server, come first however slow the machine. */
+static void home_freed_before_an_answer(world *w) {
+    subject r = {0};
+    redlock_open(w, &r, 0, 2, 0);
+    redisReply *pause = redis_fixture_cmd(w->f, "CLIENT PAUSE 5000");
+    assert_non_null(pause);
+    freeReplyObject(pause);
+    done d = {0};
+    ASSERT_OK(lock_take_async(&r, OWNER_A, DLOCK_FOREVER, &d));
+    WAIT_FOR(w, gauge_of(w->c[0], &GAUGES[0]) >= 1, "the member's call on client 0");
+    lock_free(&r);
+    client_free(w, 2);
+    assert_true(answered(&d));
+    ASSERT_RC(d.status, DLOCK_ECANCELED);
+    assert_idle(w);
+}
+
 /* ---- the table ------------------------------------------------------------------------------- */
 
-enum special { NONE, GIVE_BACK, FREE_LOCK_ON_LOOP, FREE_MULTILOCK_ON_LOOP, LOSS_CARRIED };
-static const char *const SPECIAL_NAMES[] = {
-    "", "a RedLock that fails its quorum gives back", "a lock freed on the loop thread",
-    "a MultiLock freed on the loop thread", "a member's loss carried home"};
-#define NSPECIALS 4
+enum special {
+    NONE,
+    GIVE_BACK,
+    FREE_LOCK_ON_LOOP,
+    FREE_MULTILOCK_ON_LOOP,
+    LOSS_CARRIED,
+    HOME_FREED_FIRST
+};
+static const char *const SPECIAL_NAMES[] = {"",
+                                            "a RedLock that fails its quorum gives back",
+                                            "a lock freed on the loop thread",
+                                            "a MultiLock freed on the loop thread",
+                                            "a member's loss carried home",
+                                            "a member answers after its home client was freed"};
+#define NSPECIALS 5
 
 typedef struct test_case {
     bool on_loop;
@@ -718,6 +752,9 @@ static void run_case(void **state) {
         break;
     case LOSS_CARRIED:
         loss_carried_home(&w);
+        break;
+    case HOME_FREED_FIRST:
+        home_freed_before_an_answer(&w);
         break;
     }
     world_close(&w);
