@@ -274,6 +274,7 @@ static void test_waiter_of_another_client_is_woken_by_the_release(void **state) 
         ASSERT_RC(dlock_lock_acquire(la, 30000), DLOCK_OK);
         waiter w = {.c = b, .l = lb, .wait_ms = slack_ms(10000)};
         pthread_t t = start_sleeping_waiter(f, "handoff", &w);
+        int64_t release_start_us = test_now_us();
         ASSERT_RC(dlock_lock_release(la), DLOCK_OK);
         int64_t released_us = test_now_us();
         assert_int_equal(pthread_join(t, NULL), 0);
@@ -282,6 +283,7 @@ static void test_waiter_of_another_client_is_woken_by_the_release(void **state) 
         if (latency_us > worst_us)
             worst_us = latency_us;
         total_us += latency_us;
+        assert_true(w.acquired_us >= release_start_us); /* not before the release */
         ASSERT_BETWEEN(latency_us / 1000, -test_prompt_ms(), test_prompt_ms());
     }
     printf("# hand-off release -> waiter's acquire: mean %.2f ms, worst %.2f ms (%d rounds)\n",
@@ -312,12 +314,14 @@ static void test_force_release_wakes_the_first_waiter_and_says_whether_it_was_he
     ASSERT_RC(dlock_lock_acquire(la, 60000), DLOCK_OK);
     waiter w = {.c = b, .l = lb, .wait_ms = 30000};
     pthread_t t = start_sleeping_waiter(f, "force-wake", &w);
+    int64_t force_start_us = test_now_us();
     ASSERT_RC(dlock_lock_force_release(lc, &was_locked), DLOCK_OK);
     int64_t forced_us = test_now_us();
     assert_true(was_locked);
     assert_int_equal(pthread_join(t, NULL), 0);
     ASSERT_RC(w.rc, DLOCK_OK);
     int64_t latency_ms = (w.acquired_us - forced_us) / 1000;
+    assert_true(w.acquired_us >= force_start_us); /* not before the force release */
     ASSERT_BETWEEN(latency_ms, -test_prompt_ms(), test_prompt_ms());
     ASSERT_RC(dlock_lock_release(la), DLOCK_ELOST);          /* its hold was taken away */
     ASSERT_RC(dlock_lock_force_release(lc, NULL), DLOCK_OK); /* was_locked may be NULL */
@@ -465,11 +469,13 @@ test_waiter_that_times_out_leaves_the_queue_at_once_and_the_next_is_not_delayed(
         fail_msg("queue [%s], expected [%s]", q, want);
     assert_int_equal(deadline_of(f, "gives-up", quitter.field), -1);
     /* the one behind is first now: the release wakes it, with no wait for a deadline */
+    int64_t release_start_us = test_now_us();
     ASSERT_RC(dlock_lock_release(la), DLOCK_OK);
     int64_t released_us = test_now_us();
     assert_int_equal(pthread_join(tp, NULL), 0);
     ASSERT_RC(patient.rc, DLOCK_OK);
     int64_t latency_ms = (patient.acquired_us - released_us) / 1000;
+    assert_true(patient.acquired_us >= release_start_us); /* not before the release */
     ASSERT_BETWEEN(latency_ms, -test_prompt_ms(), test_prompt_ms());
     printf("# timed-out waiter out of the queue within %lld ms; next waiter in %lld ms after "
            "the release\n",

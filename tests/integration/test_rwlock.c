@@ -47,6 +47,7 @@ test_readers_of_two_clients_share_and_a_writer_waits_for_the_last_of_them(void *
     ASSERT_RC(dlock_lock_release(READ(ra)), DLOCK_OK);
     test_sleep_ms(300); /* one reader left: the writer keeps waiting */
     assert_int_equal(atomic_load(&wr.done), 0);
+    int64_t release_start_us = test_now_us();
     ASSERT_RC(dlock_lock_release(READ(rb)), DLOCK_OK);
     int64_t released_us = test_now_us();
     assert_int_equal(pthread_join(t, NULL), 0);
@@ -55,6 +56,7 @@ test_readers_of_two_clients_share_and_a_writer_waits_for_the_last_of_them(void *
     /* the readers' leases are 30 s, the writer's hint: only the release's message lets it in
      * within test_prompt_ms() */
     int64_t latency_ms = (wr.acquired_us - released_us) / 1000;
+    assert_true(wr.acquired_us >= release_start_us); /* not before the last reader left */
     ASSERT_BETWEEN(latency_ms, -test_prompt_ms(), test_prompt_ms());
     printf("# the writer got in %.2f ms after the last reader released\n",
            (double)(wr.acquired_us - released_us) / 1000.0);
