@@ -678,12 +678,12 @@ static void on_slots(dlock_client *c, int status, const dlock__reply *reply, int
     node *asked = cl->asked;
     char why[200];
     int rc = status;
-    if (status == DLOCK_OK)
-        rc = map_unusable(reply, why, sizeof(why)) ? DLOCK_EREDIS : apply_map(cl, reply, asked);
-    else if (reply)
-        snprintf(why, sizeof(why), "an error");
-    else
-        snprintf(why, sizeof(why), "%s", dlock_strerror(status));
+    if (status != DLOCK_OK)
+        snprintf(why, sizeof(why), "%s", reply ? "an error" : dlock_strerror(status));
+    else if (map_unusable(reply, why, sizeof(why)))
+        rc = DLOCK_EREDIS;
+    else if ((rc = apply_map(cl, reply, asked)) != DLOCK_OK)
+        snprintf(why, sizeof(why), "%s", dlock_strerror(rc));
     cl->refresh_failed = rc != DLOCK_OK;
     if (rc != DLOCK_OK && rc != DLOCK_ENOMEM && reply)
         no_map_from(cl, asked, rc, reply, why);
