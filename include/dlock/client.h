@@ -78,10 +78,12 @@ DLOCK_EXTERN void dlock_options_init(dlock_options *o);
  * the caller owns the client and frees it with dlock_client_free().
  *
  * Returns: DLOCK_OK; DLOCK_EINVAL (NULL out, a bad URL or option, o->size not set, a TLS
- *   file that cannot be read; with a Sentinel URL, a master no sentinel knows);
- *   DLOCK_ENOMEM; DLOCK_ECONN (Redis, or every sentinel, not reached within
- *   connect_timeout_ms); DLOCK_EAUTH (the credentials refused); DLOCK_EREDIS (the server
- *   refused the handshake otherwise, e.g. SELECT of a database it does not have);
+ *   file that cannot be read; with a Sentinel URL, a master no sentinel knows; with a
+ *   Cluster URL, a seed that is a plain Redis); DLOCK_ENOMEM; DLOCK_ECONN (Redis, every
+ *   sentinel, or every Cluster seed, not reached within connect_timeout_ms); DLOCK_EAUTH
+ *   (the credentials refused); DLOCK_EREDIS (the server refused the handshake otherwise,
+ *   e.g. SELECT of a database it does not have; a Cluster seed's CLUSTER SLOTS answer is
+ *   no slot map);
  *   DLOCK_ENOPERM (the ACL denies the user a command of the handshake: SELECT, SCRIPT
  *   LOAD). */
 DLOCK_EXTERN int dlock_client_new(const dlock_options *o, dlock_client **out);
