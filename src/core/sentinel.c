@@ -136,8 +136,9 @@ struct dlock__sentinel {
     probe checker;            /* to the candidate */
     dlock__endpoint check_ep; /* the URL's data settings at the candidate; host not owned */
     addr candidate;
-    bool candidate_from_switch;       /* the new master of the last +switch-master */
-    addr tried[DLOCK__SENTINELS_MAX]; /* candidates that failed their check */
+    bool candidate_from_switch; /* the new master of the last +switch-master */
+    /* candidates that failed their check: one per sentinel's answer and the switch's */
+    addr tried[DLOCK__SENTINELS_MAX + 1];
     size_t ntried;
     int check_err;            /* the last failed check's error */
     char check_why[500];      /* ...and its words */
@@ -584,7 +585,7 @@ static void after_checking(dlock__sentinel *s) {
     else
         snprintf(s->check_why, sizeof(s->check_why), "master '%s': %s", s->url.master_name,
                  p->text);
-    if (s->ntried < DLOCK__SENTINELS_MAX)
+    if (s->ntried < sizeof(s->tried) / sizeof(s->tried[0])) /* never full: see tried */
         s->tried[s->ntried++] = s->candidate;
     if (s->candidate_from_switch && s->trust == SWITCH_TENTATIVE &&
         same_addr(&s->candidate, &s->last_new))
