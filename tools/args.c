@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* args.c — the option parser of every dlock command.
  *
- * Long options (--wait 500, --wait=500), a few short ones (-h, -v), and positionals in any
- * order, unless the command asks for options first (dlock run: everything after NAME is
- * the command to run, options included). "--" ends the options. "-3" is a number, not an
- * option, so `dlock semaphore NAME add -3` works. The global options are accepted by every
- * command and stored in cli_g here, so commands never see them. */
+ * Long options (--wait 500, --wait=500), a few short ones (-h, -v; -vv is -v twice), and
+ * positionals in any order, unless the command asks for options first (dlock run:
+ * everything after NAME is the command to run, options included). "--" ends the options.
+ * "-3" is a number, not an option, so `dlock semaphore NAME add -3` works. The global
+ * options are accepted by every command and stored in cli_g here, so commands never see
+ * them. */
 #include <stdio.h>
 #include <string.h>
 
@@ -93,6 +94,23 @@ static bool take_global(int id, const char *option, const char *value) {
     return true;
 }
 
+/* "-vv": a bundle of global flags that take no value, each taken as if given alone (so
+ * -vv is -v -v). false (message printed) if any letter is not such a flag. */
+static bool take_bundle(const char *arg) {
+    for (const char *p = arg + 1; *p; p++) {
+        const cli_opt *o = find_short(global_opts, *p);
+        if (!o || o->has_value || o->id == GLOBAL_HELP) {
+            cli_usage_error("unknown option '%s' (options are long: --name; -v may repeat: -vv)",
+                            arg);
+            return false;
+        }
+    }
+    for (const char *p = arg + 1; *p; p++)
+        if (!take_global(find_short(global_opts, *p)->id, NULL, NULL))
+            return false;
+    return true;
+}
+
 int cli_next(cli_args *a) {
     for (;;) {
         if (a->next >= a->argc)
@@ -122,8 +140,9 @@ int cli_next(cli_args *a) {
             snprintf(shown, sizeof(shown), "--%.*s", (int)(len < 40 ? len : 40), name);
         } else {
             if (arg[2] != '\0') {
-                cli_usage_error("unknown option '%s' (options are long: --name)", arg);
-                return CLI_ARG_ERROR;
+                if (!take_bundle(arg))
+                    return CLI_ARG_ERROR;
+                continue;
             }
             o = find_short(a->opts, arg[1]);
             if (!o)

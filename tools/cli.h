@@ -35,6 +35,8 @@ enum {
     CLI_EXIT_UNAVAILABLE = 69,  /* Redis unreachable, or refusing (OOM, LOADING, READONLY) */
     CLI_EXIT_SOFTWARE = 70,     /* internal error: out of memory, an unexpected library code */
     CLI_EXIT_TIMEOUT = 73,      /* not obtained within --wait */
+    CLI_EXIT_NOT_RELEASED = 74, /* run: the release (or the permits' return) failed or was
+                                 * refused: held until the lease runs out (permits: for good) */
     CLI_EXIT_LOST = 75,         /* the lease was lost while the command ran */
     CLI_EXIT_NOPERM = 77,       /* AUTH refused, or an ACL forbids a command, key, channel */
     CLI_EXIT_CANNOT_EXEC = 126, /* run: COMMAND found but not executable */

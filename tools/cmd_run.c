@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "redis_lib.h"
 #include "run.h"
 
 extern char **environ;
@@ -188,8 +189,9 @@ static void print_help(void) {
         "what COMMAND started stops with it. If dlock itself dies, COMMAND gets SIGTERM.\n"
         "\n"
         "Exit status: COMMAND's own (0..255; 128+N if a signal N killed it); 64 usage;\n"
-        "69 Redis unavailable; 73 not obtained within --wait; 75 lease lost; 126/127\n"
-        "COMMAND not executable / not found; 'dlock --help' lists them all.\n"
+        "69 Redis unavailable; 73 not obtained within --wait; 74 the release failed or\n"
+        "was refused (held until its lease runs out); 75 lease lost; 126/127 COMMAND not\n"
+        "executable / not found; 'dlock --help' lists them all.\n"
         "\n"
         "Examples:\n"
         "  dlock run nightly-report -- ./report.sh --date today\n"
@@ -368,7 +370,7 @@ static int parse_command_line(int argc, char **argv, run_opts *o) {
 typedef struct run_state {
     atomic_int acquire_done;
     atomic_int acquire_status;
-    char acquire_detail[256]; /* dlock_last_error() of a failed acquire, written before done */
+    char acquire_detail[1024]; /* dlock_last_error() of a failed acquire, written before done */
     atomic_int lost;
     atomic_int lost_reason;
 } run_state;
@@ -422,11 +424,16 @@ static int wait_acquired(run_state *st) {
 /* A failed acquire (status from the callback) as a message and an exit code. */
 static int acquire_failed(const run_opts *o, const run_state *st, int status) {
     if (status == DLOCK_ETIMEDOUT) {
+        /* the library's detail says more than "timed out" when it knows more: an acquisition
+         * too few replicas acknowledged (sync_replicas) was taken, and given back */
+        char detail[sizeof(st->acquire_detail) + 4] = "";
+        if (strstr(st->acquire_detail, "acknowledged"))
+            snprintf(detail, sizeof(detail), " (%s)", st->acquire_detail);
         if (o->is_semaphore)
-            cli_error("%s: %lld permit(s) not obtained within %lld ms", o->name,
-                      (long long)o->permits, (long long)o->wait_ms);
+            cli_error("%s: %lld permit(s) not obtained within %lld ms%s", o->name,
+                      (long long)o->permits, (long long)o->wait_ms, detail);
         else
-            cli_error("%s: not obtained within %lld ms", o->name, (long long)o->wait_ms);
+            cli_error("%s: not obtained within %lld ms%s", o->name, (long long)o->wait_ms, detail);
         return CLI_EXIT_TIMEOUT;
     }
     if (st->acquire_detail[0] && strcmp(st->acquire_detail, dlock_strerror(status)) != 0)
@@ -632,8 +639,10 @@ static int run_with_lock(dlock_client *c, const run_opts *o, run_state *st) {
                     o->name);
             exit_code = CLI_EXIT_LOST;
         } else if (rc != DLOCK_OK) {
-            cli_error("could not release %s: %s (%s); it expires by its lease", o->name,
-                      dlock_strerror(rc), dlock_last_error());
+            cli_error("could not release %s: %s (%s); it stays held until its lease runs out; "
+                      "the command exited %d",
+                      o->name, dlock_strerror(rc), dlock_last_error(), exit_code);
+            exit_code = CLI_EXIT_NOT_RELEASED;
         }
     }
     run_lock_free(&held);
@@ -643,8 +652,23 @@ static int run_with_lock(dlock_client *c, const run_opts *o, run_state *st) {
 
 /* ---- a semaphore's permits ------------------------------------------------------------- */
 
+/* A wait on a semaphore nobody ever set would wait in silence for permits nobody adds: say
+ * so first. Only read (EXISTS); a semaphore is never created here. */
+static void note_never_set(dlock_client *c, const run_opts *o) {
+    const char *argv[] = {"EXISTS", o->name};
+    redis_lib_reply *r = NULL;
+    if (redis_lib_call(c, 2, argv, &r) != DLOCK_OK)
+        return; /* the acquire meets the same trouble and says it */
+    if (r->type == DLOCK__REPLY_INTEGER && r->integer == 0)
+        cli_error("semaphore %s has never been set (no key %s): waiting for permits nobody has "
+                  "added yet; 'dlock semaphore %s set N' sets it",
+                  o->name, o->name, o->name);
+    redis_lib_reply_free(r);
+}
+
 static int run_with_semaphore(dlock_client *c, const run_opts *o, run_state *st) {
     dlock_semaphore *sem = NULL, *spare = NULL;
+    note_never_set(c, o);
     int rc = dlock_semaphore_new(c, o->name, &sem);
     if (rc == DLOCK_OK)
         rc = dlock_semaphore_new(c, o->name, &spare);
@@ -687,9 +711,13 @@ static int run_with_semaphore(dlock_client *c, const run_opts *o, run_state *st)
     }
     command_env_free(env, false);
     rc = dlock_semaphore_release(sem, o->permits);
-    if (rc != DLOCK_OK)
-        cli_error("could not give back %lld permit(s) of %s: %s (%s)", (long long)o->permits,
-                  o->name, dlock_strerror(rc), dlock_last_error());
+    if (rc != DLOCK_OK) {
+        cli_error("could not give back %lld permit(s) of %s: %s (%s); they stay taken ('dlock "
+                  "semaphore %s add %lld' gives them back); the command exited %d",
+                  (long long)o->permits, o->name, dlock_strerror(rc), dlock_last_error(), o->name,
+                  (long long)o->permits, exit_code);
+        exit_code = CLI_EXIT_NOT_RELEASED;
+    }
     dlock_semaphore_free(sem);
     dlock_semaphore_free(spare);
     return exit_code;

@@ -477,6 +477,23 @@ static void channel_grant(const char *channel, char *buf, size_t size) {
         snprintf(buf, size, "&%s", channel);
 }
 
+/* "+sadd" for a refusal that names its command ("... no permissions to run the 'sadd'
+ * command", the server's words for a command, and a script's since Redis 7.2); false when
+ * it names none (a script's refusal on Redis 7.0: "can't run this command or subcommand"). */
+static bool refused_command(const char *text, char *buf, size_t size) {
+    const char *start = strstr(text, "to run the '");
+    if (!start)
+        return false;
+    start += strlen("to run the '");
+    const char *end = strchr(start, '\'');
+    if (!end || end == start || (size_t)(end - start) + 2 > size)
+        return false;
+    snprintf(buf, size, "+%.*s", (int)(end - start), start);
+    for (char *p = buf + 1; *p; p++)
+        *p = *p == ' ' ? '|' : *p; /* "config get" -> +config|get */
+    return true;
+}
+
 void dlock__noperm_text(const dlock_client *c, const char *server_text, const char *channel,
                         char *buf, size_t size) {
     const char *user = c->endpoint.user ? c->endpoint.user : "default";
@@ -493,9 +510,13 @@ void dlock__noperm_text(const dlock_client *c, const char *server_text, const ch
     /* a script's refusal ends with "script: <sha>, on @user_script:<line>.": noise here */
     const char *noise = strstr(text, " script: ");
     int text_len = noise ? (int)(noise - text) : (int)strlen(text);
+    char command[64];
     const char *what = strstr(text, "channel") ? "allchannels (or &redisson_*)"
                        : strstr(text, "key")   ? "~<the keys of the object>"
-                                               : "+<the command> (dlock needs +@scripting)";
+                       : refused_command(text, command, sizeof(command))
+                           ? command
+                           : "+<the command ACL LOG names> (every command dlock sends is in the "
+                             "ACL rule of its docs, operations.md)";
     dlock__format_fit(buf, size, "the ACL of user '%s' refused: %.*s; grant it: ACL SETUSER %s %s",
                       user, text_len, text, user, what);
 }
