@@ -166,10 +166,10 @@ static int bio_read(BIO *b, char *buf, int len) {
     errno = 0;
     ssize_t n = recv(bio_fd(b), buf, (size_t)len, 0);
     bio_state *state = BIO_get_data(b);
-    for (ssize_t i = 0; i < n && state->received < sizeof(state->first); i++)
-        state->first[state->received++] = (unsigned char)buf[i];
-    if (n > 0 && state->received == sizeof(state->first))
-        state->received += (size_t)n; /* only whether more came counts from here */
+    for (ssize_t i = 0; i < n && state->received + (size_t)i < sizeof(state->first); i++)
+        state->first[state->received + (size_t)i] = (unsigned char)buf[i];
+    if (n > 0)
+        state->received += (size_t)n;
     BIO_clear_retry_flags(b);
     if (n < 0 && try_again(errno))
         BIO_set_retry_read(b);
