@@ -2,15 +2,17 @@
 /* soak.h - what the parts of the soak (dlock_soak, `make soak`) share.
  *
  * The soak runs dlock as a long-lived service would: every primitive on both faces, on a
- * rotating set of names, while faults are injected on a schedule, and it watches the
- * process and the server for anything that grows. The parts:
+ * names picked at random from a pool per kind, while faults are injected on a schedule,
+ * and it watches the process and the server for anything that grows. The parts:
  *   soak_main.c      configuration, the run's phases, the verdict
- *   soak_blocking.c  the blocking face: threads on two clients
+ *   soak_blocking.c  the blocking face: threads on two clients (and on the Sentinel and
+ *                    Cluster clients)
  *   soak_async.c     the async face: agents on the soak's own libev loop
  *   soak_marks.c     the exclusion marks (who is inside which critical section) and the
  *                    outcome counters every operation reports to
  *   soak_faults.c    the fault schedule and the log that explains lost leases
  *   soak_series.c    the samples, the trend test, the CSV and the table
+ *   plot.py          the picture of the CSV; run.sh: what `make soak` runs
  *
  * Everything here is sized at start and touched before the first sample, so the soak's
  * own bookkeeping never shows up as growth in the series it judges.
@@ -104,8 +106,8 @@ enum soak_kind soak_next_kind(long *n);
 /* ---- marks and outcomes (soak_marks.c) ------------------------------------------------- */
 void soak_marks_init(void);
 /* Inside a critical section: exclusive (lock kinds, write half, RedLock), shared (read
- * half) or counted (semaphore and permits: at most SOAK_PERMIT_COUNT inside). Each returns a
- * cookie for soak_mark_leave. An overlap is counted and the first one described. */
+ * half) or counted (semaphore and permits: at most SOAK_PERMIT_COUNT inside), each left by
+ * its soak_leave_* twin. An overlap is counted and the first one described. */
 void soak_mark_exclusive(enum soak_group g, int index, const char *who);
 void soak_mark_shared(enum soak_group g, int index, const char *who);
 void soak_mark_counted(enum soak_group g, int index, const char *who);
