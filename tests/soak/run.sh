@@ -40,8 +40,14 @@ cmake --build "$build" --target dlock_soak -j "$(nproc 2>/dev/null || echo 2)" >
 
 mkdir -p "$out"
 echo "soak: writing to $out"
-status=0
-SOAK_OUT="$out" "$build/tests/bin/soak/dlock_soak" | tee "$out/soak.txt" || status=$?
+# The soak's own status, not tee's: sh has no pipefail.
+{
+    status=0
+    SOAK_OUT="$out" "$build/tests/bin/soak/dlock_soak" || status=$?
+    echo "$status" >"$out/status"
+} | tee "$out/soak.txt"
+status=$(cat "$out/status")
+rm -f "$out/status"
 
 if command -v python3 >/dev/null 2>&1; then
     python3 "$root/tests/soak/plot.py" "$out" "$out/soak.png" || true
