@@ -249,9 +249,11 @@ void dlock__link_handshake_error(dlock__link *link, const dlock__reply *reply);
 void dlock__link_handshake_reply(dlock__link *link, const dlock__reply *reply, void *arg);
 
 /* The text of a permission error for dlock_last_error(): what the server said (server_text,
- * may be NULL), the user, the channel (may be NULL) and what to grant. */
+ * may be NULL), the user, the channel (may be NULL) and what to grant: the channel, else
+ * the refused command (command, "sadd", when the caller found it; else the one the server
+ * names, if it does). */
 void dlock__noperm_text(const dlock_client *c, const char *server_text, const char *channel,
-                        char *buf, size_t size);
+                        const char *command, char *buf, size_t size);
 
 /* ---- the command connection and its queue (conn.c) ------------------------------------- */
 

@@ -495,7 +495,7 @@ static bool refused_command(const char *text, char *buf, size_t size) {
 }
 
 void dlock__noperm_text(const dlock_client *c, const char *server_text, const char *channel,
-                        char *buf, size_t size) {
+                        const char *command, char *buf, size_t size) {
     const char *user = c->endpoint.user ? c->endpoint.user : "default";
     char grant[160];
     if (channel) {
@@ -510,11 +510,13 @@ void dlock__noperm_text(const dlock_client *c, const char *server_text, const ch
     /* a script's refusal ends with "script: <sha>, on @user_script:<line>.": noise here */
     const char *noise = strstr(text, " script: ");
     int text_len = noise ? (int)(noise - text) : (int)strlen(text);
-    char command[64];
+    char named[64];
+    if (command)
+        snprintf(named, sizeof(named), "+%s", command);
     const char *what = strstr(text, "channel") ? "allchannels (or &redisson_*)"
                        : strstr(text, "key")   ? "~<the keys of the object>"
-                       : refused_command(text, command, sizeof(command))
-                           ? command
+                       : command || refused_command(text, named, sizeof(named))
+                           ? named
                            : "+<the command ACL LOG names> (every command dlock sends is in the "
                              "ACL rule of its docs, operations.md)";
     dlock__format_fit(buf, size, "the ACL of user '%s' refused: %.*s; grant it: ACL SETUSER %s %s",

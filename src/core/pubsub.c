@@ -217,7 +217,7 @@ static bool on_push(dlock__link *link, const dlock__reply *reply) {
 static void refuse(dlock__pubsub *ps, channel *ch, const char *server_text) {
     if (ch->state != CH_SUBSCRIBING)
         return; /* left meanwhile: its UNSUBSCRIBE's answer settles it */
-    dlock__noperm_text(ps->link.client, server_text, ch->name, ps->refused_text,
+    dlock__noperm_text(ps->link.client, server_text, ch->name, NULL, ps->refused_text,
                        sizeof(ps->refused_text));
     dlock__log(ps->link.client, DLOCK_LOG_ERROR, "%s", ps->refused_text);
     ch->state = CH_REFUSED;

@@ -121,6 +121,14 @@ static void test_a_refusal_that_names_its_command_is_answered_with_that_grant(vo
         fail_msg("the hint names +@scripting for a refused GET:\n%s", r.err);
     cli_result_free(&r);
     free(url);
+
+    /* a script's refusal: Redis 7.0 names no command, the script's line does */
+    url = op_url(f, redis_fixture_cmd(f, "ACL SETUSER op reset on >pw ~* &* +@all -pexpire"));
+    r = DLOCK_CLI_RUN(f, 30000, "--url", url, "run", "expiring", "--", "true");
+    ASSERT_STATUS(r, 77);
+    ASSERT_CONTAINS(r.err, "grant it: ACL SETUSER op +pexpire");
+    cli_result_free(&r);
+    free(url);
     redis_fixture_stop(f);
 }
 
