@@ -322,6 +322,32 @@ static void latch(deployment *d, dlock_client *a, dlock_client *b) {
     dlock_latch_free(lb);
 }
 
+/* The watchdog's renewals (a lock's and a read hold's scripts) run as the user too: sent
+ * here, and judged by the server's ACL LOG at the end (the CLI's calls come after them). */
+static void renewals(dlock_client *a) {
+    dlock_lock *l;
+    dlock_rwlock *rw;
+    ASSERT_OK(dlock_lock_new(a, "app:renewed", &l));
+    ASSERT_OK(dlock_rwlock_new(a, "app:renewed-rw", &rw));
+    ASSERT_OK(dlock_lock_acquire(l, DLOCK_WATCHDOG));
+    ASSERT_OK(dlock_lock_acquire(dlock_rwlock_read(rw), DLOCK_WATCHDOG));
+    dlock_stats before, now;
+    dlock_stats_init(&before);
+    dlock_stats_init(&now);
+    ASSERT_OK(dlock_client_stats(a, &before));
+    int64_t until = test_now_ms() + test_slack_ms(10000); /* a tick every second */
+    do {
+        if (test_now_ms() > until)
+            fail_msg("no renewal of the two holds within 10 s");
+        test_sleep_ms(50);
+        ASSERT_OK(dlock_client_stats(a, &now));
+    } while (now.renewals_sent < before.renewals_sent + 4); /* two ticks of both */
+    ASSERT_OK(dlock_lock_release(dlock_rwlock_read(rw)));
+    ASSERT_OK(dlock_lock_release(l));
+    dlock_rwlock_free(rw);
+    dlock_lock_free(l);
+}
+
 static void every_primitive(deployment *d) {
     dlock_client *a = user_client(d), *b = user_client(d), *c = user_client(d);
     ASSERT_OK(dlock_client_ping(a));
@@ -334,6 +360,7 @@ static void every_primitive(deployment *d) {
     semaphore(d, a, b);
     permits(d, a, b);
     latch(d, a, b);
+    renewals(a);
     dlock_client_free(c);
     dlock_client_free(b);
     dlock_client_free(a);
