@@ -6,7 +6,7 @@ that builds dlock).
 
     python3 tests/soak/plot.py OUT_DIR [PNG]     (PNG defaults to OUT_DIR/soak.png)
 
-One panel per level the soak judges: the process (RSS, descriptors, threads), the server
+One panel per level the soak judges: the process (RSS, heap, descriptors, threads), the server
 (keys, pub/sub channels, used memory) and each gauge of dlock_client_stats() with one line
 per client, plus the call rate. In every panel the warm-up is shaded, a grey tick at the
 top marks each fault, and the idle row (after the work) is the dot at the right end.
@@ -197,6 +197,7 @@ def main():
         rate[-1] = None
     panels = [
         ("rss (mib)", [("rss", col("rss_kb", 1 / 1024))]),
+        ("heap in use (kib)", [("heap", col("heap_kb"))]),
         ("descriptors", [("fds", col("fds"))]),
         ("threads", [("threads", col("threads"))]),
         ("server keys", [("keys", col("server_keys"))]),

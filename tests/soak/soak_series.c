@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* soak_series.c - the soak's samples: what is measured, the CSV, the trend test, the table.
  *
- * A row every soak_cfg.sample_ms holds the process's RSS, descriptors and threads, the
+ * A row every soak_cfg.sample_ms holds the process's RSS, heap in use (glibc's mallinfo2),
+ * descriptors and threads, the
  * server's key count, pub/sub channels and patterns and used_memory, and every field of
  * dlock_client_stats() of the three clients. Levels (resources and gauges) are judged;
  * counters (renewals, reconnects, messages, ...) only grow and are shown, not judged.
@@ -21,6 +22,7 @@
  * be at it in the idle row, taken after the work ended and every call returned.
  */
 #include <dirent.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +81,9 @@ int soak_series_init(void) {
      * by that much from one sample to the next without anything leaking. */
     double concurrency = 4.0 * (soak_cfg.threads + 1 + soak_cfg.agents) + 8;
     add("rss_kb", LEVEL, 2048, 0.05, false);
+    /* What malloc has handed out and not got back: growth here is memory the process holds,
+     * where RSS also moves with the allocator's fragmentation and its per-thread arenas. */
+    add("heap_kb", LEVEL, 512, 0.02, false);
     add("fds", LEVEL, 2, 0, false);
     add("threads", LEVEL, 1, 0, false);
     add("server_keys", LEVEL, 32, 0.10, false);
@@ -186,6 +191,7 @@ void soak_series_sample(int64_t t_ms, dlock_client *const clients[SOAK_CLIENTS],
         memcpy(row, row - series_count, (size_t)series_count * sizeof *row);
     int i = 0;
     row[i++] = (double)status_field("VmRSS");
+    row[i++] = (double)mallinfo2().uordblks / 1024.0;
     row[i++] = (double)soak_count_fds();
     row[i++] = (double)soak_count_threads();
     row[i++] = (double)redis_fixture_int(redis, "DBSIZE");
