@@ -143,7 +143,7 @@ def panel(cv, x, y, w, h, title, t, lines, warmup_s, faults, t_end):
     cv.text(left, bottom + 4, "0", AXIS)
     end_label = "%.0f S" % tmax if tmax < 600 else "%.0f MIN" % (tmax / 60)
     cv.text(right - 6 * len(end_label), bottom + 4, end_label, AXIS)
-    lx = left + 8
+    lx = x + 12 * len(title) + 12  # the legend follows the title
     for i, (label, vs) in enumerate(lines):
         color = COLORS[i % len(COLORS)]
         prev = None
@@ -156,7 +156,7 @@ def panel(cv, x, y, w, h, title, t, lines, warmup_s, faults, t_end):
                 cv.line(prev[0], prev[1], pt[0], pt[1], color)
             prev = pt
         if len(lines) > 1:
-            cv.text(lx, top + 4, label, color)
+            cv.text(lx, y + 4, label, color)
             lx += 6 * len(label) + 10
 
 
@@ -188,8 +188,12 @@ def main():
         return [float(r[name]) * scale if r[name] not in ("", "nan") else None
                 for r in series_rows]
 
-    clients = [c for c in ("c1", "c2", "async", "sentinel", "cluster")
-               if col(c + ".calls_in_flight") and any(col(c + ".reconnects"))]
+    # A client the run did not have (no Sentinel, no Cluster) has only zeros.
+    def present(client):
+        fields = ("calls_in_flight", "leases_held", "renewals_sent", "messages", "reconnects")
+        return any(any(col(client + "." + f) or [0]) for f in fields)
+
+    clients = [c for c in ("c1", "c2", "async", "sentinel", "cluster") if present(c)]
     ops = col("ops")
     rate = [None] + [(ops[i] - ops[i - 1]) / max(t[i] - t[i - 1], 1e-9)
                      for i in range(1, len(ops))]
