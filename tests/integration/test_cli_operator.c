@@ -75,6 +75,15 @@ static void test_run_under_sync_replicas_says_how_many_replicas_acknowledged(voi
     ASSERT_CONTAINS(r.err, "acquired, but only 0 of 1 replicas acknowledged");
     cli_result_free(&r);
     assert_int_equal(redis_fixture_int(f, "EXISTS acked"), 0); /* given back */
+
+    freeReplyObject(redis_fixture_cmd(f, "SET acked-sem 3"));
+    r = DLOCK_CLI_RUN(f, 30000, "--url", url, "run", "--wait", "300", "--semaphore", "acked-sem",
+                      "--", "true");
+    ASSERT_STATUS(r, 73);
+    ASSERT_CONTAINS(r.err, "acked-sem: 1 permit(s) not obtained within 300 ms");
+    ASSERT_CONTAINS(r.err, "acquired, but only 0 of 1 replicas acknowledged");
+    cli_result_free(&r);
+    assert_int_equal(redis_fixture_int(f, "GET acked-sem"), 3); /* given back */
     free(url);
     redis_fixture_stop(f);
 }
