@@ -6,7 +6,8 @@ A rule written by hand went stale as the scripts grew (a fair lock's SADD, a wai
 channel). This one is computed from what dlock sends:
 
 - every command the Lua scripts call (src/*/*.lua and the preludes of src/core/lua/:
-  redis.call / redis.pcall, and the local helpers that pass their arguments on to them);
+  redis.call / redis.pcall, and the local helpers that pass their arguments on to them); a
+  call whose command is not written out as a string fails the run;
 - every command the C code sends (src/**/*.c, tools/*.c): each upper-case string literal
   there is looked up in C_WORDS below, and a literal the table does not know fails the run,
   so a new command cannot slip past the rule;
@@ -97,12 +98,21 @@ def read(path):
 def lua_commands():
     paths = sorted(glob.glob(os.path.join(ROOT, "src", "*", "*.lua")) +
                    glob.glob(os.path.join(ROOT, "src", "core", "lua", "*.lua")))
-    found = set()
+    found, unknown = set(), []
     for p in paths:
         text = read(p)
         found.update(c.lower() for c in LUA_CALL.findall(text))
+        forwarded = len(LUA_FORWARDER.findall(text))
+        for m in re.finditer(r"redis\.p?call\(\s*(?!')([^)\s,]*)", text):
+            if m.group(1) == "..." and forwarded:
+                continue  # the helper's callers name the command
+            line = text.count("\n", 0, m.start()) + 1
+            unknown.append(f"{os.path.relpath(p, ROOT)}:{line}: redis.call({m.group(1)}...)")
         for helper in LUA_FORWARDER.findall(text):  # side('get', key) -> get
             found.update(c.lower() for c in re.findall(r"\b%s\(\s*'([a-zA-Z]+)'" % helper, text))
+    if unknown:
+        sys.exit("acl-rule: a call whose command is not written out (name it as a string, or "
+                 "pass it through a local function f(...) whose callers do):\n  " + "\n  ".join(unknown))
     if not found:
         sys.exit("acl-rule: no redis.call in src/*/*.lua: run from the repository")
     return found
