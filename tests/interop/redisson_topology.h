@@ -34,10 +34,11 @@
 #include "harness.h"
 #include "redisson_peer.h"
 
-/* A dlock wait: longer than any delay of the peer's release. */
+/* A dlock wait: longer than any delay of the peer's release (x test_slack_factor()). */
 #define TOPO_WAIT_MS 25000
-/* How long a Redisson holder keeps the lock or permit: time for dlock's waiter to subscribe. */
-#define TOPO_HOLD_MS "8000"
+/* How long a Redisson holder keeps the lock or permit: time for dlock's waiter to subscribe
+ * (x test_slack_factor(): a slow machine gets more). */
+#define TOPO_HOLD_MS 8000
 #define TOPO_LINE_MAX 1024
 
 typedef struct rj_topology {
@@ -97,16 +98,17 @@ static inline uint64_t topo_wakes(dlock_client *c) {
 
 static inline void topo_redisson_holds_dlock_waits(const rj_topology *t, const char *name) {
     char line[TOPO_LINE_MAX];
+    char hold[24];
+    snprintf(hold, sizeof(hold), "%lld", (long long)test_slack_ms(TOPO_HOLD_MS));
     rj_peer j;
-    rj_start_at(&j, t->dir, "HOLDER", 0, t->where,
-                (const char *const[]){"lock", name, TOPO_HOLD_MS, NULL});
+    rj_start_at(&j, t->dir, "HOLDER", 0, t->where, (const char *const[]){"lock", name, hold, NULL});
     rj_wait_line(&j, "acquired", topo_peer_ms(0), line, sizeof(line));
     dlock_lock *l = NULL;
     ASSERT_RC(dlock_lock_new(t->c, name, &l), DLOCK_OK);
     ASSERT_RC(dlock_lock_try_acquire(l, 0, 60000), DLOCK_ETIMEDOUT); /* Redisson holds it */
 
     uint64_t wakes = topo_wakes(t->c);
-    topo_acquire a = {.l = l, .wait_ms = TOPO_WAIT_MS};
+    topo_acquire a = {.l = l, .wait_ms = test_slack_ms(TOPO_WAIT_MS)};
     blocking_call bc;
     blocking_call_start(&bc, topo_acquire_run, &a);
     bool subscribed = topo_await_subscriber(t, name, &j, "unlocking");
@@ -161,13 +163,15 @@ static inline void topo_semaphore_both_ways(const rj_topology *t, const char *na
     assert_true(set);
 
     /* Redisson takes the one permit: dlock is kept out, then woken by its release */
+    char hold[24];
+    snprintf(hold, sizeof(hold), "%lld", (long long)test_slack_ms(TOPO_HOLD_MS));
     rj_peer a;
     rj_start_at(&a, t->dir, "SEM-A", 0, t->where,
-                (const char *const[]){"semaphore", name, "-1", "1", TOPO_HOLD_MS, NULL});
+                (const char *const[]){"semaphore", name, "-1", "1", hold, NULL});
     rj_wait_line(&a, "acquired", topo_peer_ms(0), line, sizeof(line));
     ASSERT_RC(dlock_semaphore_try_acquire(s, 1, 0), DLOCK_ETIMEDOUT);
     uint64_t wakes = topo_wakes(t->c);
-    ASSERT_RC(dlock_semaphore_try_acquire(s, 1, TOPO_WAIT_MS), DLOCK_OK);
+    ASSERT_RC(dlock_semaphore_try_acquire(s, 1, test_slack_ms(TOPO_WAIT_MS)), DLOCK_OK);
     assert_true(topo_wakes(t->c) > wakes); /* woken by Redisson's release */
     assert_int_equal(rj_wait_exit(&a, topo_peer_ms(0)), 0);
 
