@@ -416,6 +416,19 @@ static void every_command(deployment *d) {
     dlock_client_free(a);
 }
 
+/* A command the rule lacks is named in the hint, also from a Cluster client's scripts (whose
+ * text starts with a shebang line). */
+static void assert_hint_names_a_missing_command(deployment *d) {
+    for (int i = 0; i < node_count(d); i++)
+        freeReplyObject(redis_fixture_cmd(node(d, i), "ACL SETUSER " USER " -pexpire"));
+    cli_result r = DLOCK_CLI_RUN(NULL, 30000, "--url", d->url, "run", "app:hint", "--", "true");
+    ASSERT_STATUS(r, 77);
+    ASSERT_CONTAINS(r.err, "grant it: ACL SETUSER " USER " +pexpire");
+    cli_result_free(&r);
+    for (int i = 0; i < node_count(d); i++)
+        freeReplyObject(redis_fixture_cmd(node(d, i), "ACL SETUSER " USER " +pexpire"));
+}
+
 /* What the rule is for: a name outside app: is refused. */
 static void assert_other_names_refused(deployment *d) {
     cli_result r = DLOCK_CLI_RUN(NULL, 30000, "--url", d->url, "run", "other", "--", "true");
@@ -448,6 +461,7 @@ static void test_the_rule_runs_everything_on_one_redis(void **state) {
     every_primitive(&d);
     every_command(&d);
     assert_nothing_refused(&d);
+    assert_hint_names_a_missing_command(&d);
     assert_other_names_refused(&d);
     free(d.url);
     redis_fixture_stop(d.single);
@@ -468,6 +482,7 @@ static void test_the_rule_and_the_cluster_rule_run_everything_on_a_cluster(void 
     every_primitive(&d);
     every_command(&d);
     assert_nothing_refused(&d);
+    assert_hint_names_a_missing_command(&d);
     assert_other_names_refused(&d);
     free(d.url);
     cluster_fixture_stop(d.cluster);
