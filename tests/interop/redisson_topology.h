@@ -9,6 +9,8 @@
  *   semaphore_both_ways         a Redisson permit keeps dlock out and its release wakes
  *                               dlock; a dlock permit keeps Redisson out and its release
  *                               wakes Redisson; the permits come back exactly
+ *   fairlock_both_ways          the same two directions for the fair lock (each waiter
+ *                               woken on its own channel)
  *   lock_rounds_never_overlap   a Redisson `loop` and two dlock threads take the lock in
  *                               turn, counting on a referee server: no overlap, no count lost
  *
@@ -193,6 +195,46 @@ static inline void topo_semaphore_both_ways(const rj_topology *t, const char *na
     rj_stop(&a);
     rj_stop(&b);
     dlock_semaphore_free(s);
+}
+
+/* A fair lock both ways: a Redisson holder keeps a dlock fair waiter out, and its unlock
+ * (the message on the first waiter's own channel) wakes it; a dlock holder keeps a Redisson
+ * fair waiter out, and dlock's release wakes it. */
+static inline void topo_fairlock_both_ways(const rj_topology *t, const char *name) {
+    char line[TOPO_LINE_MAX], hold[24];
+    snprintf(hold, sizeof(hold), "%lld", (long long)test_slack_ms(TOPO_HOLD_MS));
+    rj_peer h;
+    rj_start_at(&h, t->dir, "FAIR-HOLDER", 0, t->where,
+                (const char *const[]){"fairlock", name, hold, NULL});
+    rj_wait_line(&h, "acquired", topo_peer_ms(0), line, sizeof(line));
+    dlock_lock *l = NULL;
+    ASSERT_RC(dlock_fairlock_new(t->c, name, &l), DLOCK_OK);
+    ASSERT_RC(dlock_lock_try_acquire(l, 0, 60000), DLOCK_ETIMEDOUT);
+    uint64_t wakes = topo_wakes(t->c);
+    topo_acquire a = {.l = l, .wait_ms = test_slack_ms(TOPO_WAIT_MS)};
+    blocking_call bc;
+    blocking_call_start(&bc, topo_acquire_run, &a);
+    ASSERT_RC(blocking_call_join(&bc), DLOCK_OK);
+    assert_true(topo_wakes(t->c) > wakes); /* woken by Redisson's unlock */
+    assert_true(rj_find(&h, "unlocking", line, sizeof(line)));
+    assert_true(a.done_wall_ms >= rj_epoch_ms(line));
+    ASSERT_RC(a.release_rc, DLOCK_OK);
+    assert_int_equal(rj_wait_exit(&h, topo_peer_ms(0)), 0);
+
+    ASSERT_RC(dlock_lock_try_acquire(l, 0, 60000), DLOCK_OK); /* a 60 s lease */
+    rj_peer w;
+    rj_start_at(&w, t->dir, "FAIR-WAITER", 0, t->where,
+                (const char *const[]){"fairlock", name, "0", "30000", NULL});
+    rj_wait_line(&w, "lock-begin", topo_peer_ms(0), line, sizeof(line));
+    if (!topo_await_subscriber(t, name, NULL, NULL))
+        fail_msg("Redisson's fair waiter on %s never subscribed (see %s)", name, w.log);
+    assert_false(rj_find(&w, "acquired", line, sizeof(line)));
+    ASSERT_RC(dlock_lock_release(l), DLOCK_OK);
+    assert_int_equal(rj_wait_exit(&w, topo_peer_ms(30000)), 0); /* 1: it timed out */
+    assert_true(rj_find(&w, "acquired", line, sizeof(line)));
+    rj_stop(&h);
+    rj_stop(&w);
+    dlock_lock_free(l);
 }
 
 /* ---- rounds: both languages in one tight contest ------------------------------------------- */

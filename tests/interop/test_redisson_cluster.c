@@ -86,6 +86,12 @@ static void test_semaphore_permits_keep_each_side_out_and_releases_wake_the_othe
     topo_semaphore_both_ways(&topo, "cl-sem");
 }
 
+static void test_fair_lock_keeps_each_side_out_and_each_release_wakes_the_other(void **state) {
+    (void)state;
+    test_watchdog_arm(BUDGET_S, __func__);
+    topo_fairlock_both_ways(&topo, "cl-fair");
+}
+
 static void test_lock_rounds_of_redisson_and_dlock_never_overlap_and_all_count(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
@@ -100,6 +106,7 @@ int main(void) {
             test_redisson_lock_keeps_dlock_out_and_its_sharded_unlock_wakes_dlocks_waiter),
         cmocka_unit_test(test_dlock_lock_keeps_redisson_out_and_its_release_wakes_redisson),
         cmocka_unit_test(test_semaphore_permits_keep_each_side_out_and_releases_wake_the_other),
+        cmocka_unit_test(test_fair_lock_keeps_each_side_out_and_each_release_wakes_the_other),
         cmocka_unit_test(test_lock_rounds_of_redisson_and_dlock_never_overlap_and_all_count),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
