@@ -12,6 +12,11 @@ when
   - a file calls a file of a higher layer,
   - files call one another around a circle (within a layer too),
   - a .c file of src/core is missing from the table.
+It also reads the #include lines of everything built on the core (the primitives'
+folders under src/, tools/, examples/, bench/) and fails when one of them includes a core
+header other than the core's doors (DOORS below): the primitives, the tool and the examples
+reach the core through those, never through core.h, a topology header (cluster.h,
+sentinel.h) or the loop's.
 Usage: scripts/check-layers.py [repo root]   (prints the graph; exit 1 on a violation)
 """
 import os
@@ -122,6 +127,37 @@ def find_cycle(edges):
     return None
 
 
+# The core headers code outside src/core may include, and who may include the generated
+# script table (the benchmark that measures the scripts' own cost on the server).
+DOORS = {"dlock_int.h", "dlock_object.h", "reply_shape.h"}
+SCRIPT_TABLE_USERS = ("bench/",)
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def include_problems():
+    """Files built on the core that include a core header other than its doors."""
+    core_headers = {f for f in os.listdir(core) if f.endswith(".h")}
+    problems = []
+    tops = [os.path.join("src", d) for d in sorted(os.listdir(os.path.join(root, "src")))
+            if d != "core"] + ["tools", "examples", "bench"]
+    for top in tops:
+        for dirpath, _, names in sorted(os.walk(os.path.join(root, top))):
+            for name in sorted(names):
+                if not name.endswith((".c", ".h", ".cpp", ".hpp")):
+                    continue
+                path = os.path.join(dirpath, name)
+                rel = os.path.relpath(path, root)
+                with open(path, errors="replace") as f:
+                    for header in INCLUDE.findall(f.read()):
+                        base = os.path.basename(header)
+                        if header == "dlock_scripts.h" and rel.startswith(SCRIPT_TABLE_USERS):
+                            continue
+                        if (base in core_headers or base == "dlock_scripts.h") and base not in DOORS:
+                            problems.append(f"{rel} includes {header}, a core-only header "
+                                            f"(outside src/core only {', '.join(sorted(DOORS))})")
+    return problems
+
+
 def main():
     order, layer_of = layers_table()
     if not order:
@@ -152,6 +188,7 @@ def main():
                 problems.append(
                     f"{stem}.c ({order[layer_of[stem]]}) calls up into {callee}.c "
                     f"({order[layer_of[callee]]}): {', '.join(fns)}")
+    problems += include_problems()
     cycle = find_cycle({s: set(e) for s, e in edges.items()})
     if cycle:
         problems.append("a circle of calls: " + " -> ".join(c + ".c" for c in cycle))
@@ -165,7 +202,8 @@ def main():
         print("check-layers: " + p)
     if not problems:
         print(f"check-layers: ok ({len(files)} files, {sum(len(e) for e in edges.values())} "
-              "file-to-file dependencies, no upward call, no circle)")
+              "file-to-file dependencies, no upward call, no circle; outside src/core only "
+              "the core's doors are included)")
     return 1 if problems else 0
 
 

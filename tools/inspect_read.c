@@ -30,7 +30,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "cluster.h"
 #include "inspect.h"
 #include "redis_lib.h"
 
@@ -147,7 +146,7 @@ static bool key_exists(reader *r, const char *key) {
 /* The clients subscribed to channel: in a Cluster its shard's (dlock and Redisson
  * subscribe there with SSUBSCRIBE), else the server's. */
 static long long numsub(reader *r, const char *channel) {
-    const char *which = dlock__url_is_cluster(cli_url()) ? "SHARDNUMSUB" : "NUMSUB";
+    const char *which = dlock__client_channels_sharded(r->c) ? "SHARDNUMSUB" : "NUMSUB";
     redis_lib_reply *reply = ask(r, "PUBSUB", which, channel, NULL);
     long long n = 0;
     if (reply && reply->type == DLOCK__REPLY_ARRAY && reply->elements == 2 &&

@@ -48,7 +48,11 @@ int64_t dlock__client_fair_wait_ms(const dlock_client *c) {
     return c->opts.fair_wait_ms;
 }
 
-bool dlock__client_is_cluster(const dlock_client *c) {
+bool dlock__client_absent_keys_are_free(const dlock_client *c) {
+    return c->cluster == NULL;
+}
+
+bool dlock__client_channels_sharded(const dlock_client *c) {
     return c->cluster != NULL;
 }
 

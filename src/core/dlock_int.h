@@ -96,9 +96,16 @@ int64_t dlock__client_fair_wait_ms(const dlock_client *c);
  * serves key (the master a Sentinel named; in Cluster the owner of key's slot), or "not
  * connected". Never credentials. Loop thread only. Returns buf. */
 const char *dlock__client_node_of(dlock_client *c, const char *key, char *buf, size_t size);
-/* True for a client of a redis-cluster:// URL (whatever a primitive must do otherwise
- * there: the lock's hand-off marker is not used). */
-bool dlock__client_is_cluster(const dlock_client *c);
+/* What the client's topology allows, asked by a primitive or the tool instead of "is this a
+ * Cluster" (the answer is the topology's to give):
+ * - absent keys are free: a script may declare keys that usually do not exist (the lock's
+ *   hand-off marker and queue) at no cost. Not in a Cluster, where a declared key the node
+ *   lacks during a slot migration sends the script elsewhere or refuses it until the
+ *   migration ends;
+ * - channels sharded: a channel lives on its slot's shard (SPUBLISH, SSUBSCRIBE, PUBSUB
+ *   SHARDNUMSUB), not on every node (PUBLISH, SUBSCRIBE, PUBSUB NUMSUB). */
+bool dlock__client_absent_keys_are_free(const dlock_client *c);
+bool dlock__client_channels_sharded(const dlock_client *c);
 /* A line for the application's log_cb (log.c); nothing when it set none. Any layer. */
 void dlock__log(dlock_client *c, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -51,9 +51,10 @@ typedef struct handoff_names {
     char *turn_channel; /* dlock_lock_turn__channel:{N} */
 } handoff_names;
 
-/* A Cluster client leaves the marker alone (acquire.lua says why). */
-static bool in_cluster(const dlock__lock_view *v) {
-    return dlock__client_is_cluster(v->client);
+/* The hand-off's marker and queue usually do not exist: a client whose topology makes absent
+ * keys costly (a Cluster) leaves them alone (acquire.lua says why). */
+static bool handoff_off(const dlock__lock_view *v) {
+    return !dlock__client_absent_keys_are_free(v->client);
 }
 
 static const handoff_names *names_of(const dlock__lock_view *v) {
@@ -72,7 +73,7 @@ static int acquire_args(const dlock__lock_view *v, dlock__args *a) {
     dlock__args_int(a, v->lease_ms);
     dlock__args_str(a, v->field);
     dlock__args_int(a, v->believed);
-    if (in_cluster(v))
+    if (handoff_off(v))
         dlock__args_str(a, "-");
     else /* 1: a wait's first attempt, 3: a later one (in line maybe), 2: its last */
         dlock__args_int(a, v->claims ? (v->claim_open ? 3 : 1) : v->last ? 2 : 0);
@@ -87,7 +88,7 @@ static int acquire_args(const dlock__lock_view *v, dlock__args *a) {
 static int release_args(const dlock__lock_view *v, dlock__args *a) {
     dlock__args_str(a, v->name);
     dlock__args_str(a, v->channel);
-    bool names = v->line && !in_cluster(v);
+    bool names = v->line && !handoff_off(v);
     if (names) {
         dlock__args_str(a, names_of(v)->marker);
         dlock__args_str(a, names_of(v)->queue);
@@ -105,7 +106,7 @@ static int release_args(const dlock__lock_view *v, dlock__args *a) {
 }
 
 static const char *turn_channel(const dlock__lock_view *v) {
-    return in_cluster(v) ? NULL : names_of(v)->turn_channel;
+    return handoff_off(v) ? NULL : names_of(v)->turn_channel;
 }
 
 /* force_release.lua: KEYS N, channel */
@@ -144,7 +145,7 @@ static void *names_new(const char *name) {
  * (handoff_drop.lua), before anything it sends next. (A wait that reached its deadline did
  * so in its last attempt.) */
 static void gave_up(const dlock__lock_view *v) {
-    if (in_cluster(v) || !v->claim_open)
+    if (handoff_off(v) || !v->claim_open)
         return;
     dlock__args a = {0};
     dlock__args_str(&a, names_of(v)->marker);
