@@ -37,8 +37,8 @@
  *   DLOCK_ENOPERM    the Redis ACL denies the client's user a command, a key or a channel
  *                    the call needs: the script's command or key, the channel a release
  *                    publishes on, the channel a waiting call subscribes to.
- * The other codes (DLOCK_ETIMEDOUT, DLOCK_ENOTOWNER, DLOCK_ELOST, DLOCK_EBUSY) are named
- * with their case wherever they can happen.
+ * The other codes (DLOCK_ETIMEDOUT, DLOCK_ENOTOWNER, DLOCK_ELOST, DLOCK_EBUSY,
+ * DLOCK_ENOSPC) are named with their case wherever they can happen.
  *
  * Callbacks. An async call (dlock_*_async) that returns DLOCK_OK calls its callback
  * exactly once; one that returns an error never calls it. The callback runs on the loop

@@ -175,6 +175,38 @@ DLOCK_EXTERN void dlock_stats_init(dlock_stats *s);
  * Returns: DLOCK_OK; DLOCK_EINVAL (NULL c or out, out->size not set by dlock_stats_init). */
 DLOCK_EXTERN int dlock_client_stats(dlock_client *c, dlock_stats *out);
 
+/* One label of dlock_client_stats_prometheus()'s samples: name="value" (e.g. the service's
+ * name), both NUL-terminated and owned by the caller. */
+typedef struct dlock_metric_label {
+    const char *name;  /* [a-zA-Z_][a-zA-Z0-9_]*, not starting with "__" (Prometheus's own) */
+    const char *value; /* any text: \\, " and newline are escaped as the format wants */
+} dlock_metric_label;
+
+/* Writes c's stats (dlock_client_stats) into buf in Prometheus's text exposition format,
+ * version 0.0.4, for the application's own /metrics (serve it as Content-Type
+ * "text/plain; version=0.0.4"): every metric named dlock_..., with its # HELP and # TYPE
+ * lines; counters end in _total, renewal_lag_max_ms is dlock_renewal_lag_max_seconds.
+ * Every sample carries the nlabels labels (none: labels may be NULL), in their order.
+ * docs/monitoring.md shows the output. Cheap (a dlock_client_stats() and some formatting; no
+ * allocation, no lock, no I/O): any thread, the loop thread and dlock callbacks included.
+ * The caller owns labels and buf; nothing is kept after the call.
+ *
+ * The text is all or nothing, never cut short:
+ *   - it fits (its length < size): buf holds it and a NUL, *len = its length (without the
+ *     NUL), and the call returns DLOCK_OK;
+ *   - it does not fit: buf[0] = '\0' (when size > 0; nothing else is written), *len = the
+ *     length it needs without the NUL (so size = *len + 1 fits this snapshot; allow some
+ *     slack, a counter may gain a digit by the next call: 4096 bytes hold it with short
+ *     labels), and the call returns DLOCK_ENOSPC. buf NULL with size 0 only measures.
+ *
+ * Returns: DLOCK_OK; DLOCK_ENOSPC (buf too small, above); DLOCK_EINVAL (NULL c or len; NULL
+ * buf with size > 0; NULL labels with nlabels > 0; a NULL name or value; a label name not
+ * [a-zA-Z_][a-zA-Z0-9_]*, starting with "__", or given twice): then neither buf nor *len
+ * is touched. */
+DLOCK_EXTERN int dlock_client_stats_prometheus(dlock_client *c, const dlock_metric_label *labels,
+                                               size_t nlabels, char *buf, size_t size,
+                                               size_t *len);
+
 #ifdef __cplusplus
 }
 #endif

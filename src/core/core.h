@@ -11,7 +11,7 @@
  * client's hook on the conn). scripts/check-layers.py (`make lint`) reads this table:
  *
  *   layer base:      alloc error log random map owner url url_sentinel url_cluster slot
- *                    loop_ev sched stats
+ *                    loop_ev sched stats stats_prometheus
  *   layer transport: tls sock reply reply_shape link sentinel script replicas conn pubsub
  *                    cluster route
  *   layer engines:   op_error submit wait handle renew object

@@ -21,7 +21,7 @@ static void test_every_code_has_its_name_and_a_text(void **state) {
     count++;
     DLOCK_ERRNO_MAP(CHECK_CODE)
 #undef CHECK_CODE
-    assert_int_equal(count, 13);
+    assert_int_equal(count, 14);
 }
 
 static void test_codes_are_negative_and_distinct(void **state) {
@@ -50,7 +50,7 @@ static void test_the_documented_texts(void **state) {
 }
 
 /* Codes are never renumbered: a program built against an older header still compares
- * right. ENOPERM came last, after EDEADLK. */
+ * right. ENOPERM came after EDEADLK, and ENOSPC (a caller's buffer too small) after it. */
 static void test_codes_keep_their_numbers_and_enoperm_is_new_at_the_end(void **state) {
     (void)state;
     assert_int_equal(DLOCK_EAUTH, -7);
@@ -58,6 +58,7 @@ static void test_codes_keep_their_numbers_and_enoperm_is_new_at_the_end(void **s
     assert_int_equal(DLOCK_EDEADLK, -12);
     assert_int_equal(DLOCK_ENOPERM, -13);
     assert_string_equal(dlock_err_name(DLOCK_ENOPERM), "DLOCK_ENOPERM");
+    assert_int_equal(DLOCK_ENOSPC, -14);
 }
 
 static void test_version_string_matches_the_macros(void **state) {

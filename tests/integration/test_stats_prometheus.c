@@ -1,0 +1,462 @@
+/* SPDX-License-Identifier: MIT */
+/* test_stats_prometheus.c — dlock_client_stats_prometheus(): its text passes a strict parser
+ * of Prometheus's text exposition format 0.0.4 (a HELP and a TYPE before every sample,
+ * counters named _total, numbers for values, label values escaped) and says what
+ * dlock_client_stats() says after some work (a waiter woken, a lease lost, reconnects); label
+ * values are escaped; a buffer too small gets DLOCK_ENOSPC, the size it needs and an empty
+ * string; a bad label name or a NULL argument is DLOCK_EINVAL and writes nothing. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core_call.h"
+#include "dlock.h"
+#include "dlock_int.h"
+#include "harness.h"
+#include "redis_fixture.h"
+#include "test_util.h"
+
+#define BUDGET_S 60
+#define WATCHDOG_MS 3000
+#define TEXT_SIZE 8192
+#define MAX_SAMPLES 64
+#define MAX_LABELS 4
+#define MAX_FAMILIES 64
+
+/* ---- a strict parser of the exposition format (0.0.4), enough for what dlock writes ---- */
+
+typedef struct sample {
+    char name[128];
+    size_t nlabels;
+    char label_name[MAX_LABELS][64];
+    char label_value[MAX_LABELS][128]; /* unescaped */
+    double value;
+} sample;
+
+typedef struct family {
+    char name[128];
+    bool has_help;
+    char type[16]; /* "" until its TYPE line */
+} family;
+
+typedef struct exposition {
+    size_t nsamples, nfamilies;
+    sample samples[MAX_SAMPLES];
+    family families[MAX_FAMILIES];
+} exposition;
+
+static bool is_metric_name_char(char ch, bool first) {
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '_' || ch == ':' ||
+           (!first && ch >= '0' && ch <= '9');
+}
+
+/* Reads a name at *p into out (size bytes) and moves *p past it; false if there is none. */
+static bool read_name(const char **p, char *out, size_t size, bool metric) {
+    size_t n = 0;
+    while (is_metric_name_char((*p)[n], n == 0) && (metric || (*p)[n] != ':')) {
+        if (n + 1 >= size)
+            return false;
+        out[n] = (*p)[n];
+        n++;
+    }
+    out[n] = '\0';
+    *p += n;
+    return n > 0;
+}
+
+static bool ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+static family *family_of(exposition *e, const char *name) {
+    for (size_t i = 0; i < e->nfamilies; i++)
+        if (strcmp(e->families[i].name, name) == 0)
+            return &e->families[i];
+    assert_true(e->nfamilies < MAX_FAMILIES);
+    family *f = &e->families[e->nfamilies++];
+    memset(f, 0, sizeof(*f));
+    snprintf(f->name, sizeof(f->name), "%s", name);
+    return f;
+}
+
+/* A label value between quotes: only \\, \" and \n may follow a backslash; a raw newline or
+ * the end of the text before the closing quote fails. */
+static void read_label_value(const char **p, char *out, size_t size, const char *line) {
+    if (**p != '"')
+        fail_msg("a label value without its opening quote: %s", line);
+    (*p)++;
+    size_t n = 0;
+    for (;;) {
+        char ch = *(*p)++;
+        if (ch == '"')
+            break;
+        if (ch == '\0' || ch == '\n')
+            fail_msg("a label value not closed on its line: %s", line);
+        if (ch == '\\') {
+            char esc = *(*p)++;
+            if (esc == '\\' || esc == '"')
+                ch = esc;
+            else if (esc == 'n')
+                ch = '\n';
+            else
+                fail_msg("a label value with the escape \\%c: %s", esc, line);
+        }
+        assert_true(n + 1 < size);
+        out[n++] = ch;
+    }
+    out[n] = '\0';
+}
+
+static void parse_sample(exposition *e, const char *line) {
+    assert_true(e->nsamples < MAX_SAMPLES);
+    sample *s = &e->samples[e->nsamples++];
+    memset(s, 0, sizeof(*s));
+    const char *p = line;
+    if (!read_name(&p, s->name, sizeof(s->name), true))
+        fail_msg("a sample line without a metric name: %s", line);
+    family *f = family_of(e, s->name);
+    if (!f->has_help || !f->type[0])
+        fail_msg("sample %s without a HELP and a TYPE line before it", s->name);
+    if (strcmp(f->type, "counter") == 0 && !ends_with(s->name, "_total"))
+        fail_msg("counter %s does not end in _total", s->name);
+    if (strncmp(s->name, "dlock_", 6) != 0)
+        fail_msg("metric %s is not named dlock_...", s->name);
+    if (*p == '{') {
+        p++;
+        while (*p != '}') {
+            assert_true(s->nlabels < MAX_LABELS);
+            if (s->nlabels > 0 && *p++ != ',')
+                fail_msg("labels not separated by a comma: %s", line);
+            if (!read_name(&p, s->label_name[s->nlabels], sizeof(s->label_name[0]), false))
+                fail_msg("a label without a name: %s", line);
+            if (*p++ != '=')
+                fail_msg("a label name without '=': %s", line);
+            read_label_value(&p, s->label_value[s->nlabels], sizeof(s->label_value[0]), line);
+            s->nlabels++;
+        }
+        p++;
+    }
+    if (*p++ != ' ')
+        fail_msg("no single space before the value: %s", line);
+    char *end = NULL;
+    s->value = strtod(p, &end);
+    if (end == p || *end != '\0')
+        fail_msg("the value of %s is not a number: %s", s->name, line);
+}
+
+/* "# HELP name text" or "# TYPE name counter|gauge", each once per family, before its
+ * samples; other comment lines are allowed by the format. */
+static void parse_comment(exposition *e, const char *line) {
+    const char *p = line + 2;
+    bool help = strncmp(p, "HELP ", 5) == 0, type = strncmp(p, "TYPE ", 5) == 0;
+    if (!help && !type)
+        return;
+    p += 5;
+    char name[128];
+    if (!read_name(&p, name, sizeof(name), true) || *p++ != ' ')
+        fail_msg("a HELP or TYPE line without a metric name: %s", line);
+    family *f = family_of(e, name);
+    for (size_t i = 0; i < e->nsamples; i++)
+        if (strcmp(e->samples[i].name, name) == 0)
+            fail_msg("the HELP or TYPE of %s after its samples", name);
+    if (help) {
+        if (f->has_help)
+            fail_msg("two HELP lines for %s", name);
+        for (const char *q = p; *q; q++)
+            if (*q == '\\' && q[1] != '\\' && q[1] != 'n')
+                fail_msg("HELP of %s with a bad escape: %s", name, line);
+        f->has_help = true;
+        return;
+    }
+    if (f->type[0])
+        fail_msg("two TYPE lines for %s", name);
+    if (strcmp(p, "counter") != 0 && strcmp(p, "gauge") != 0)
+        fail_msg("TYPE of %s is \"%s\", expected counter or gauge", name, p);
+    snprintf(f->type, sizeof(f->type), "%s", p);
+}
+
+/* Parses text (which must end with a newline) into e, failing the test at the first line the
+ * format does not allow. */
+static void parse_exposition(const char *text, exposition *e) {
+    memset(e, 0, sizeof(*e));
+    size_t len = strlen(text);
+    assert_true(len > 0);
+    if (text[len - 1] != '\n')
+        fail_msg("the text does not end with a newline");
+    const char *line_start = text;
+    while (*line_start) {
+        const char *nl = strchr(line_start, '\n');
+        char line[1024];
+        size_t n = (size_t)(nl - line_start);
+        assert_true(n < sizeof(line));
+        memcpy(line, line_start, n);
+        line[n] = '\0';
+        if (n == 0)
+            fail_msg("an empty line in the exposition");
+        if (line[0] == '#')
+            parse_comment(e, line);
+        else
+            parse_sample(e, line);
+        line_start = nl + 1;
+    }
+}
+
+static const sample *sample_named(const exposition *e, const char *name) {
+    for (size_t i = 0; i < e->nsamples; i++)
+        if (strcmp(e->samples[i].name, name) == 0)
+            return &e->samples[i];
+    fail_msg("no sample %s", name);
+    return NULL;
+}
+
+static void assert_sample(const exposition *e, const char *name, double want) {
+    const sample *s = sample_named(e, name);
+    if (s->value != want)
+        fail_msg("%s = %.17g, dlock_client_stats() says %.17g", name, s->value, want);
+}
+
+/* ---- the tests ---------------------------------------------------------------------------- */
+
+static dlock_stats stats_of(dlock_client *c) {
+    dlock_stats s;
+    dlock_stats_init(&s);
+    ASSERT_OK(dlock_client_stats(c, &s));
+    return s;
+}
+
+#define POLL_STAT(c, field, cond)                                                                  \
+    do {                                                                                           \
+        bool ok_ = false;                                                                          \
+        long long v = 0;                                                                           \
+        POLL_UNTIL(ok_, (v = (long long)stats_of(c).field, (cond)), slack_ms(3000));               \
+        if (!ok_)                                                                                  \
+            fail_msg("stats." #field " = %lld, expected %s", v, #cond);                            \
+    } while (0)
+
+typedef struct waiter {
+    dlock_lock *l;
+    blocking_call call;
+} waiter;
+
+static int acquire_and_keep(void *arg) {
+    waiter *w = arg;
+    return dlock_lock_acquire(w->l, DLOCK_WATCHDOG);
+}
+
+static void assert_exposition_says(const exposition *e, const dlock_stats *s) {
+    assert_sample(e, "dlock_calls_in_flight", (double)s->calls_in_flight);
+    assert_sample(e, "dlock_waits", (double)s->waits);
+    assert_sample(e, "dlock_leases_held", (double)s->leases_held);
+    assert_sample(e, "dlock_subscriptions", (double)s->subscriptions);
+    assert_sample(e, "dlock_renewal_lag_max_seconds", (double)s->renewal_lag_max_ms / 1000.0);
+    assert_sample(e, "dlock_renewals_sent_total", (double)s->renewals_sent);
+    assert_sample(e, "dlock_renewals_late_total", (double)s->renewals_late);
+    assert_sample(e, "dlock_leases_lost_total", (double)s->leases_lost);
+    assert_sample(e, "dlock_reconnects_total", (double)s->reconnects);
+    assert_sample(e, "dlock_messages_total", (double)s->messages);
+    assert_sample(e, "dlock_wakes_total", (double)s->wakes);
+    assert_sample(e, "dlock_wakes_spared_total", (double)s->wakes_spared);
+    /* one sample per family, and every one of them is checked above */
+    assert_int_equal(e->nsamples, 12);
+    assert_int_equal(e->nfamilies, 12);
+}
+
+/* A lease renewed and then lost to a force release, a waiter woken by a message, both
+ * connections killed: the text says what dlock_client_stats() says, once the client is idle
+ * (nothing held, so no counter moves between the two reads). */
+static void test_exposition_parses_and_says_what_client_stats_says(void **state) {
+    (void)state;
+    test_watchdog_arm(BUDGET_S, __func__);
+    redis_fixture *f = start_server();
+    dlock_client *c = connect_client_cfg(f, (test_client_cfg){.watchdog_ms = WATCHDOG_MS});
+    dlock_client *other = connect_client(f);
+    dlock_lock *l = NULL, *forcer = NULL;
+    ASSERT_OK(dlock_lock_new(c, "prom", &l));
+    ASSERT_OK(dlock_lock_new(other, "prom", &forcer));
+
+    ASSERT_OK(dlock_lock_acquire(l, DLOCK_WATCHDOG));
+    waiter w = {.l = l};
+    blocking_call_start_asleep(&w.call, acquire_and_keep, &w, f,
+                               (asleep_sign){"redisson_lock__channel:{prom}", 1, 2, NULL});
+    POLL_STAT(c, renewals_sent, v >= 1);
+    ASSERT_OK(dlock_lock_release(l));
+    ASSERT_OK(blocking_call_join(&w.call)); /* the waiter holds it now, under the watchdog */
+    bool was_locked = false;
+    ASSERT_OK(dlock_lock_force_release(forcer, &was_locked));
+    assert_true(was_locked);
+    POLL_STAT(c, leases_lost, v == 1);
+    assert_true(redis_fixture_client_kill_type(f, "normal") >= 2);
+    POLL_STAT(c, reconnects, v == 2);
+    ASSERT_OK(dlock_client_ping(c));
+    POLL_STAT(c, subscriptions, v == 0);
+
+    dlock_stats before = stats_of(c);
+    assert_true(before.messages >= 1);
+    assert_true(before.wakes >= 1);
+    assert_int_equal(before.leases_lost, 1);
+    assert_int_equal(before.leases_held, 0);
+    char text[TEXT_SIZE];
+    size_t len = 0;
+    dlock_metric_label service = {"service", "checkout"};
+    ASSERT_OK(dlock_client_stats_prometheus(c, &service, 1, text, sizeof(text), &len));
+    dlock_stats after = stats_of(c);
+    assert_memory_equal(&before, &after, sizeof(before));
+    assert_int_equal(len, strlen(text));
+
+    exposition *e = test_calloc(1, sizeof(*e));
+    parse_exposition(text, e);
+    assert_exposition_says(e, &after);
+    for (size_t i = 0; i < e->nsamples; i++) {
+        assert_int_equal(e->samples[i].nlabels, 1);
+        assert_string_equal(e->samples[i].label_name[0], "service");
+        assert_string_equal(e->samples[i].label_value[0], "checkout");
+    }
+    /* docs and header: 4096 bytes hold it with a short label, even when every one of the
+     * twelve values has grown to 20 digits */
+    assert_true(len + 12 * 20 < 4096);
+
+    /* without labels: the same samples, no braces */
+    ASSERT_OK(dlock_client_stats_prometheus(c, NULL, 0, text, sizeof(text), &len));
+    assert_null(strchr(text, '{'));
+    parse_exposition(text, e);
+    assert_exposition_says(e, &after);
+
+    test_free(e);
+    dlock_lock_free(forcer);
+    dlock_lock_free(l);
+    dlock_client_free(other);
+    dlock_client_free(c);
+    redis_fixture_stop(f);
+}
+
+static void test_label_values_are_escaped(void **state) {
+    (void)state;
+    test_watchdog_arm(BUDGET_S, __func__);
+    redis_fixture *f = start_server();
+    dlock_client *c = connect_client(f);
+    const char *tricky = "a\"b\\c\nd}e,f=g";
+    dlock_metric_label labels[] = {{"service", tricky}, {"_zone9", ""}};
+    char text[TEXT_SIZE];
+    size_t len = 0;
+    ASSERT_OK(dlock_client_stats_prometheus(c, labels, 2, text, sizeof(text), &len));
+    assert_non_null(strstr(text, "dlock_waits{service=\"a\\\"b\\\\c\\nd}e,f=g\",_zone9=\"\"} 0\n"));
+
+    exposition *e = test_calloc(1, sizeof(*e));
+    parse_exposition(text, e);
+    assert_int_equal(e->nsamples, 12);
+    for (size_t i = 0; i < e->nsamples; i++) {
+        assert_int_equal(e->samples[i].nlabels, 2);
+        assert_string_equal(e->samples[i].label_value[0], tricky);
+        assert_string_equal(e->samples[i].label_name[1], "_zone9");
+        assert_string_equal(e->samples[i].label_value[1], "");
+    }
+    test_free(e);
+    dlock_client_free(c);
+    redis_fixture_stop(f);
+}
+
+/* Too small by one byte (the NUL): DLOCK_ENOSPC, the length needed, buf[0] = '\0' and not
+ * another byte written; NULL with size 0 measures. */
+static void test_a_buffer_too_small_gets_enospc_the_size_and_an_empty_string(void **state) {
+    (void)state;
+    test_watchdog_arm(BUDGET_S, __func__);
+    redis_fixture *f = start_server();
+    dlock_client *c = connect_client(f);
+    size_t need = 0;
+    ASSERT_RC(dlock_client_stats_prometheus(c, NULL, 0, NULL, 0, &need), DLOCK_ENOSPC);
+    assert_true(need > 0 && need < TEXT_SIZE);
+    assert_string_equal(dlock_err_name(DLOCK_ENOSPC), "DLOCK_ENOSPC");
+
+    char text[TEXT_SIZE], untouched[TEXT_SIZE];
+    memset(text, 'x', sizeof(text));
+    memset(untouched, 'x', sizeof(untouched));
+    size_t len = 0;
+    ASSERT_RC(dlock_client_stats_prometheus(c, NULL, 0, text, need, &len), DLOCK_ENOSPC);
+    assert_int_equal(len, need);
+    assert_int_equal(text[0], '\0');
+    assert_memory_equal(text + 1, untouched + 1, sizeof(text) - 1);
+    assert_non_null(strstr(dlock_last_error(), "needed"));
+
+    ASSERT_RC(dlock_client_stats_prometheus(c, NULL, 0, text, 1, &len), DLOCK_ENOSPC);
+    assert_int_equal(text[0], '\0');
+
+    /* need + 1 fits exactly, and the byte after the NUL stays as it was */
+    ASSERT_OK(dlock_client_stats_prometheus(c, NULL, 0, text, need + 1, &len));
+    assert_int_equal(len, need);
+    assert_int_equal(strlen(text), need);
+    assert_int_equal(text[need + 1], 'x');
+    dlock_client_free(c);
+    redis_fixture_stop(f);
+}
+
+/* DLOCK_EINVAL, a reason, and neither buf nor *len touched. */
+static void assert_refused(dlock_client *c, const dlock_metric_label *labels, size_t nlabels) {
+    char text[64];
+    memset(text, 'x', sizeof(text));
+    size_t len = 12345;
+    ASSERT_EINVAL(dlock_client_stats_prometheus(c, labels, nlabels, text, sizeof(text), &len));
+    assert_int_equal(len, 12345);
+    for (size_t i = 0; i < sizeof(text); i++)
+        assert_int_equal(text[i], 'x');
+}
+
+static void test_bad_label_names_are_einval_and_write_nothing(void **state) {
+    (void)state;
+    test_watchdog_arm(BUDGET_S, __func__);
+    redis_fixture *f = start_server();
+    dlock_client *c = connect_client(f);
+    const char *bad_names[] = {"", "1st", "a-b", "a b", "__name__", "__", "caf\xc3\xa9", "a:b"};
+    for (size_t i = 0; i < sizeof(bad_names) / sizeof(bad_names[0]); i++) {
+        dlock_metric_label labels[] = {{"service", "ok"}, {bad_names[i], "v"}};
+        assert_refused(c, labels, 2);
+    }
+    dlock_metric_label twice[] = {{"service", "a"}, {"service", "b"}};
+    assert_refused(c, twice, 2);
+    dlock_metric_label null_name[] = {{NULL, "v"}};
+    assert_refused(c, null_name, 1);
+    dlock_metric_label null_value[] = {{"service", NULL}};
+    assert_refused(c, null_value, 1);
+    assert_refused(c, NULL, 1);
+
+    /* the names on the edge of the rule are taken */
+    dlock_metric_label good[] = {{"_", "1"}, {"_a", "2"}, {"A9_", "3"}};
+    char text[TEXT_SIZE];
+    size_t len = 0;
+    ASSERT_OK(dlock_client_stats_prometheus(c, good, 3, text, sizeof(text), &len));
+    assert_non_null(strstr(text, "dlock_waits{_=\"1\",_a=\"2\",A9_=\"3\"} 0\n"));
+    dlock_client_free(c);
+    redis_fixture_stop(f);
+}
+
+static void test_null_arguments_are_einval(void **state) {
+    (void)state;
+    test_watchdog_arm(BUDGET_S, __func__);
+    redis_fixture *f = start_server();
+    dlock_client *c = connect_client(f);
+    char text[TEXT_SIZE];
+    size_t len = 0;
+    ASSERT_EINVAL(dlock_client_stats_prometheus(NULL, NULL, 0, text, sizeof(text), &len));
+    ASSERT_EINVAL(dlock_client_stats_prometheus(c, NULL, 0, text, sizeof(text), NULL));
+    ASSERT_EINVAL(dlock_client_stats_prometheus(c, NULL, 0, NULL, sizeof(text), &len));
+    dlock_client_free(c);
+    redis_fixture_stop(f);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_exposition_parses_and_says_what_client_stats_says),
+        cmocka_unit_test(test_label_values_are_escaped),
+        cmocka_unit_test(test_a_buffer_too_small_gets_enospc_the_size_and_an_empty_string),
+        cmocka_unit_test(test_bad_label_names_are_einval_and_write_nothing),
+        cmocka_unit_test(test_null_arguments_are_einval),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
