@@ -14,9 +14,14 @@
  *                      master (MIGRATING/IMPORTING, MIGRATE, SETSLOT NODE)
  * and logs its window (from just before it to when it was over).
  *
+ * The soak's own process may be starved too (a loaded machine does not run it for
+ * seconds): a stall thread sleeps 100 ms at a time and logs every wake-up more than a
+ * second late as a stall, a window like a fault's. A lease lost then is the lease doing
+ * its job (it ran out while its holder could not renew it), not a defect.
+ *
  * A lease lost (a lost callback, a release that says DLOCK_ELOST or finds nothing to
- * release) is explained when it falls in a fault's window widened by how long the library
- * may take to notice: watchdog_ms (a lease runs out at 2/3 of it; renewals go every 1/3),
+ * release) is explained when it falls in a fault's or a stall's window widened by how long the
+ * library may take to notice: watchdog_ms (a lease runs out at 2/3 of it; renewals go every 1/3),
  * plus one command time-out and two reconnect delays. Anything else fails the run.
  *
  * SOAK_SELFTEST=lost replaces the faults by a DEL of the long holders' locks that is not
@@ -32,6 +37,9 @@
 
 #define MAX_FAULTS 8192
 #define MAX_LOST 8192
+#define MAX_STALLS 8192
+#define STALL_TICK_MS 100
+#define STALL_MS 1000 /* a wake-up this much later than asked is a stall */
 
 typedef struct fault_window {
     int64_t start_ms;
@@ -48,6 +56,9 @@ typedef struct lost_event {
 
 static fault_window faults[MAX_FAULTS];
 static atomic_long fault_count;
+static fault_window stalls[MAX_STALLS];
+static atomic_long stall_count;
+static pthread_t stall_thread;
 static lost_event losts[MAX_LOST];
 static long lost_count;
 static pthread_mutex_t lost_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -130,6 +141,22 @@ static void steal_long_locks(void) {
     }
 }
 
+static void *stall_main(void *arg) {
+    (void)arg;
+    for (int64_t before = soak_now_ms(); !atomic_load(&fault_stop);) {
+        soak_sleep_ms(STALL_TICK_MS);
+        int64_t now = soak_now_ms();
+        long i = atomic_load(&stall_count);
+        if (now - before - STALL_TICK_MS > STALL_MS && i < MAX_STALLS) {
+            stalls[i] =
+                (fault_window){.start_ms = before, .end_ms = now, .what = "stall", .ok = true};
+            atomic_store(&stall_count, i + 1);
+        }
+        before = now;
+    }
+    return NULL;
+}
+
 static void *fault_main(void *arg) {
     (void)arg;
     bool steal = !strcmp(soak_cfg.selftest, "lost");
@@ -170,6 +197,9 @@ int soak_faults_start(const soak_targets *t) {
     targets = *t;
     memset(faults, 0, sizeof faults);
     memset(losts, 0, sizeof losts);
+    memset(stalls, 0, sizeof stalls);
+    if (pthread_create(&stall_thread, NULL, stall_main, NULL) != 0)
+        return -1;
     if (soak_cfg.fault_ms <= 0)
         return 0;
     if (pthread_create(&fault_thread, NULL, fault_main, NULL) != 0)
@@ -180,6 +210,7 @@ int soak_faults_start(const soak_targets *t) {
 
 void soak_faults_stop(void) {
     atomic_store(&fault_stop, true);
+    pthread_join(stall_thread, NULL);
     if (fault_started)
         pthread_join(fault_thread, NULL);
     fault_started = false;
@@ -197,13 +228,17 @@ void soak_lost_event(const char *what, int reason) {
     pthread_mutex_unlock(&lost_mu);
 }
 
-/* The fault whose window explains an event at t, or NULL. */
-static const fault_window *explaining_fault(int64_t t) {
-    long n = atomic_load(&fault_count);
+static const fault_window *window_around(const fault_window *w, long n, int64_t t) {
     for (long i = 0; i < n; i++)
-        if (t >= faults[i].start_ms - 500 && t <= faults[i].end_ms + grace_ms())
-            return &faults[i];
+        if (t >= w[i].start_ms - 500 && t <= w[i].end_ms + grace_ms())
+            return &w[i];
     return NULL;
+}
+
+/* The fault or stall whose window explains an event at t, or NULL. */
+static const fault_window *explaining_fault(int64_t t) {
+    const fault_window *w = window_around(faults, atomic_load(&fault_count), t);
+    return w ? w : window_around(stalls, atomic_load(&stall_count), t);
 }
 
 bool soak_in_fault_window(int64_t t_ms) {
@@ -242,6 +277,9 @@ void soak_faults_report(const char *dir) {
         for (long i = 0; i < n; i++)
             fprintf(f, "%.3f,%.3f,%s,%d\n", (double)faults[i].start_ms / 1000.0,
                     (double)faults[i].end_ms / 1000.0, faults[i].what, faults[i].ok);
+        for (long i = 0; i < atomic_load(&stall_count); i++)
+            fprintf(f, "%.3f,%.3f,%s,%d\n", (double)stalls[i].start_ms / 1000.0,
+                    (double)stalls[i].end_ms / 1000.0, stalls[i].what, stalls[i].ok);
         fclose(f);
     }
     long per_kind[ROTATION] = {0}, failed = 0;
@@ -255,6 +293,12 @@ void soak_faults_report(const char *dir) {
     for (size_t k = 0; k < ROTATION; k++)
         printf("%s%s %ld", k ? ", " : "", rotation[k], per_kind[k]);
     printf("), %ld could not be injected\n", failed);
+    int64_t longest = 0;
+    for (long i = 0; i < atomic_load(&stall_count); i++)
+        if (stalls[i].end_ms - stalls[i].start_ms > longest)
+            longest = stalls[i].end_ms - stalls[i].start_ms;
+    printf("stalls (the soak not run for over %d ms): %ld, the longest %lld ms\n", STALL_MS,
+           atomic_load(&stall_count), (long long)longest);
 
     snprintf(path, sizeof path, "%s/lost.csv", dir);
     f = fopen(path, "w");
