@@ -8,6 +8,8 @@
 #                   every test under ASan/UBSan, a chosen set under valgrind, TSan, fuzz
 #   make check      the fast loop: one Debug build, the unit and integration tests (scripts/check.sh)
 #   make install    build, then install into $(PREFIX) (default /usr/local), honoring DESTDIR
+#   make deb        the Debian packages libdlock0, libdlock-dev, dlock-tools (scripts/build-deb.sh,
+#                   debian/) into $(DEB_DIR) (default build-deb/); install with dpkg -i
 #   make format     clang-format -i every C file
 #   make format-check  fail if any C file differs from clang-format's output (changes nothing)
 #   make lint       static checks of the tree: src/core's layers (scripts/check-layers.py),
@@ -27,6 +29,7 @@ CMAKE ?= cmake
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 FUZZ_SECONDS ?= 60
+DEB_DIR ?= build-deb
 
 FORMAT_DIRS := src include tests examples tools bench
 # The C files clang-format owns: every .c/.h under FORMAT_DIRS but generated ones (a build's
@@ -34,7 +37,7 @@ FORMAT_DIRS := src include tests examples tools bench
 FORMAT_FILES = find $(wildcard $(FORMAT_DIRS)) \( -name generated -o -name node_modules \) -prune \
 	-o -type f \( -name '*.c' -o -name '*.h' \) -print0
 
-.PHONY: all deps build demo test check install format format-check lint clean bench fuzz soak
+.PHONY: all deps build demo test check install deb format format-check lint clean bench fuzz soak
 
 all: build
 
@@ -58,6 +61,9 @@ check:
 
 install: build
 	DESTDIR="$(DESTDIR)" $(CMAKE) --install $(BUILD_DIR) --prefix "$(PREFIX)"
+
+deb:
+	JOBS=$(JOBS) scripts/build-deb.sh $(DEB_DIR)
 
 format:
 	@command -v clang-format >/dev/null 2>&1 || { echo "make format needs clang-format (apt-get install clang-format)"; exit 1; }

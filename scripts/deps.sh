@@ -24,6 +24,9 @@ packages=(
     clang-format # make lint checks the C files' format
     python3 # make lint: scripts/check-layers.py, scripts/check-docs.py
     jq # bench/run.sh prints its table with it
+    debhelper dpkg-dev # make deb (scripts/build-deb.sh) and the deb test
+    lintian # the deb test lints the packages
+    groff-base man-db # tests/package/cli_docs_agree.py formats docs/dlock.1 with groff and man
 )
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
