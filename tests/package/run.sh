@@ -85,7 +85,8 @@ for f in "$prefix/include/dlock.h" "$prefix/include/dlock/version.h" \
     "$prefix/include/dlock/adapters/libev.h" "$libdir/libdlock.a" \
     "$libdir/libdlock.so" "$libdir/libdlock.so.$major" "$libdir/libdlock.so.$version" \
     "$libdir/cmake/dlock/dlockConfig.cmake" "$libdir/cmake/dlock/dlockConfigVersion.cmake" \
-    "$libdir/cmake/dlock/dlockTargets.cmake" "$prefix/bin/dlock"; do
+    "$libdir/cmake/dlock/dlockTargets.cmake" "$prefix/bin/dlock" \
+    "$prefix/share/man/man1/dlock.1"; do
     [ -e "$f" ] || fail "not installed: ${f#"$prefix"/}"
     echo "installed: ${f#"$prefix"/}"
 done
