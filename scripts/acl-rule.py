@@ -70,10 +70,12 @@ C_WORDS = {
     "SUNSUBSCRIBE": ("sunsubscribe", "cluster"),
     "SHARDNUMSUB": ("pubsub|shardnumsub", "cluster"),
     "SENTINEL": ("sentinel|get-master-addr-by-name", "sentinel"),
+    # dlock doctor's reads (tools/doctor_*.c), for an admin's URL: the dlock user needs none
+    "INFO": None, "CONFIG": None, "COMMAND": None, "ACL": None, "WHOAMI": None, "DRYRUN": None,
     # not commands
     "WITHSCORES": None, "NOPERM": None, "NOAUTH": None, "WRONGPASS": None, "WRONGTYPE": None,
     "NOSCRIPT": None, "READONLY": None, "TRYAGAIN": None, "CLUSTERDOWN": None, "MOVED": None,
-    "ASK": None, "OBJECT": None, "MEMORY": None, "OWNER": None, "HOLDS": None,
+    "ASK": None, "OK": None, "OBJECT": None, "MEMORY": None, "OWNER": None, "HOLDS": None,
 }
 # A container command's literal stands for one subcommand only; a file that names the
 # container must name that subcommand too, else it sends another one the rule lacks.

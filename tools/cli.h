@@ -11,6 +11,7 @@
  *   cmd_release.c    dlock release --force
  *   cmd_semaphore.c  dlock semaphore
  *   cmd_latch.c      dlock latch
+ *   cmd_doctor.c     dlock doctor    (doctor_server.c, doctor_acl.c: the checks; doctor.h)
  *
  * Every action on a lock, semaphore or latch goes through the public API (dlock.h). Only
  * inspect, a read-only diagnostic, reads keys with plain commands, sent on a client's own
@@ -29,7 +30,8 @@
 
 enum {
     CLI_EXIT_OK = 0,
-    CLI_EXIT_NO = 1,            /* valid request, not applied: the object was already set */
+    CLI_EXIT_NO = 1,            /* valid request, not applied: the object was already set;
+                                 * doctor: a check failed */
     CLI_EXIT_USAGE = 64,        /* bad command line, or a feature this version lacks */
     CLI_EXIT_DATAERR = 65,      /* the key holds something else (WRONGTYPE, not a lock) */
     CLI_EXIT_UNAVAILABLE = 69,  /* Redis unreachable, or refusing (OOM, LOADING, READONLY) */
@@ -126,6 +128,7 @@ int cmd_inspect(int argc, char **argv);
 int cmd_release(int argc, char **argv);
 int cmd_semaphore(int argc, char **argv);
 int cmd_latch(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
 
 /* The text `dlock --help` ends with: global options and exit codes. */
 extern const char cli_global_help[];

@@ -22,6 +22,7 @@ static const command commands[] = {
     {"release", cmd_release, "release a lock whoever holds it (--force)"},
     {"semaphore", cmd_semaphore, "set, add to or read a semaphore's permits"},
     {"latch", cmd_latch, "set, count down, read or await a count-down latch"},
+    {"doctor", cmd_doctor, "check a Redis for everything dlock needs (read-only)"},
 };
 
 const char cli_global_help[] =
@@ -46,7 +47,8 @@ const char cli_global_help[] =
 const char cli_exit_codes_help[] =
     "Exit codes:\n"
     "  0        success (dlock run: COMMAND's own status, which may be any of 0..255)\n"
-    "  1        not applied: the semaphore or latch was already set\n"
+    "  1        not applied: the semaphore or latch was already set; doctor: a check\n"
+    "           failed\n"
     "  64       usage: bad command line, or a feature this version lacks\n"
     "  65       the name holds something else (another type or kind of object)\n"
     "  69       Redis unavailable: unreachable, or refusing (OOM, LOADING, READONLY)\n"
@@ -103,7 +105,8 @@ int main(int argc, char **argv) {
         case CLI_ARG_ERROR:
             return CLI_EXIT_USAGE;
         case CLI_ARG_END:
-            return cli_usage_error("no command given (run, inspect, release, semaphore, latch)");
+            return cli_usage_error(
+                "no command given (run, inspect, release, semaphore, latch, doctor)");
         case CLI_ARG_POSITIONAL:
             break;
         default:
@@ -118,6 +121,6 @@ int main(int argc, char **argv) {
             return commands[i].run(argc - (a.next - 1), argv + (a.next - 1));
         }
     }
-    return cli_usage_error("unknown command '%s' (run, inspect, release, semaphore, latch)",
+    return cli_usage_error("unknown command '%s' (run, inspect, release, semaphore, latch, doctor)",
                            a.value);
 }
