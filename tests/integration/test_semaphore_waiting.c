@@ -17,6 +17,7 @@ static void expect_woken_by_release(redis_fixture *f, dlock_client *wc, dlock_se
     int64_t worst_us = INT64_MIN, total_us = 0;
     for (int i = 0; i < rounds; i++) {
         waiter w = {.s = waiting, .permits = 1, .wait_ms = test_slack_ms(10000)};
+        int64_t began_ms = test_now_ms();
         start_waiter_and_let_it_sleep(f, channel, &w, 1, 2);
         test_sleep_ms(20);
         assert_false(blocking_call_returned(&w.call));
@@ -28,7 +29,7 @@ static void expect_woken_by_release(redis_fixture *f, dlock_client *wc, dlock_se
         assert_true(w.call.returned_us >= release_start_us);
         int64_t latency_us = w.call.returned_us - release_end_us;
         ASSERT_BETWEEN(latency_us / 1000, -test_prompt_ms(), test_prompt_ms());
-        assert_true(client_wakes(wc) > wakes_before);
+        assert_true(let_in_by_a_message(wc, wakes_before, began_ms, w.call.returned_us / 1000));
         if (latency_us > worst_us)
             worst_us = latency_us;
         total_us += latency_us;
@@ -96,7 +97,8 @@ test_try_acquire_4_returns_after_the_second_of_two_releases_of_2_not_before(void
     assert_true(w.call.returned_us >= second_start_us);
     int64_t latency_ms = (w.call.returned_us - second_end_us) / 1000;
     ASSERT_BETWEEN(latency_ms, -test_prompt_ms(), test_prompt_ms());
-    assert_true(client_wakes(a) > wakes_before); /* by the second message, not a re-check */
+    /* by the second message, not a re-check */
+    assert_true(let_in_by_a_message(a, wakes_before, start_us / 1000, w.call.returned_us / 1000));
     assert_int_equal(available_of(sa), 0);
     printf("# try_acquire(4): first release of 2 at %lld ms, returned %lld ms after the second "
            "(%lld ms after its start)\n",
@@ -185,6 +187,7 @@ test_releases_of_1_serve_a_waiter_needing_3_before_a_later_waiter_needing_1_of_i
     waiter one = {.s = sa, .permits = 1, .wait_ms = test_slack_ms(20000)};
     start_waiter_and_let_it_sleep(f, channel, &three, 1, 2);
     /* the second waiter finds the subscription confirmed: one attempt, then it sleeps */
+    int64_t one_began_ms = test_now_ms();
     start_waiter_and_let_it_sleep(f, channel, &one, 1, 1);
     test_sleep_ms(50);
     for (int i = 1; i <= 2; i++) {
@@ -210,7 +213,8 @@ test_releases_of_1_serve_a_waiter_needing_3_before_a_later_waiter_needing_1_of_i
     ASSERT_RC(blocking_call_join(&one.call), DLOCK_OK);
     assert_true(one.call.returned_us >= fourth_start_us);
     ASSERT_BETWEEN((one.call.returned_us - fourth_start_us) / 1000, 0, test_prompt_ms());
-    assert_true(client_wakes(a) > wakes_before); /* by the message, not a re-check */
+    /* by the message, not a re-check */
+    assert_true(let_in_by_a_message(a, wakes_before, one_began_ms, one.call.returned_us / 1000));
     assert_int_equal(redis_fixture_int(f, "GET fifo"), 0);
     dlock_semaphore_free(sa);
     dlock_semaphore_free(sb);
