@@ -1,78 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* engine.c — the lock engine's foundation (engine.h): the ordinary handle, the state
- * shared by every handle of one name, the holds of each owner, the owner's turn, and the
- * life of an op. The calls themselves are in engine_acquire.c, engine_release.c and
- * engine_query.c. */
+/* engine.c — the lock engine's foundation (engine.h): the state shared by every handle of
+ * one name, the holds of each owner, the owner's turn, and the life of an op. The calls
+ * themselves are in engine_acquire.c, engine_release.c and engine_query.c; the ordinary
+ * handle they serve is assembled in ordinary.c, which stands on this file: it calls no
+ * file of src/lock but engine_acquire.c (the wait's hooks). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine.h"
-
-/* ---- the ordinary handle ---------------------------------------------------------------- */
-
-lock_handle *dlock__ordinary(dlock_lock *l) {
-    return l && l->cls == &dlock__ordinary_class ? (lock_handle *)l : NULL;
-}
-
-int dlock__ordinary_check(const dlock_lock *l) {
-    return dlock__handle_check(&((const lock_handle *)l)->handle);
-}
-
-void dlock__ordinary_free(dlock_lock *l) {
-    dlock__handle_free(&((lock_handle *)l)->handle);
-}
-
-static void lock_destroy(lock_handle *l) {
-    lock_state *st = l->state;
-    if (st && !dlock__client_closing(l->client)) {
-        lock_handle **link = &st->handles;
-        while (*link != l)
-            link = &(*link)->next_of_state;
-        *link = l->next_of_state;
-        dlock__shared_put(l->client, st);
-    }
-    if (l->kind_data)
-        l->kind->data_free(l->kind_data);
-    dlock__free(l->base.name);
-    dlock__free(l->channel);
-    dlock__free(l->token_key);
-    dlock__free(l);
-}
-
-static void lock_handle_destroy(dlock__handle *handle) {
-    lock_destroy(DLOCK__CONTAINER_OF(handle, lock_handle, handle));
-}
-
-int dlock__lock_create(dlock_client *c, const char *name, const dlock__lock_kind *kind, bool fenced,
-                       dlock_lock **out) {
-    if (!c)
-        return dlock__fail(DLOCK_EINVAL, "client is NULL");
-    if (!out)
-        return dlock__fail(DLOCK_EINVAL, "out is NULL");
-    int rc = dlock__check_name(name);
-    if (rc != DLOCK_OK)
-        return rc;
-    lock_handle *l = dlock__calloc(1, sizeof(*l));
-    if (!l)
-        return dlock__fail(DLOCK_ENOMEM, "out of memory");
-    l->base.cls = &dlock__ordinary_class;
-    dlock__handle_init(&l->handle, c, lock_handle_destroy);
-    l->client = c;
-    l->kind = kind;
-    l->fenced = fenced;
-    l->base.name = dlock__strdup(name);
-    l->channel = dlock__name_prefixed("redisson_lock__channel", name);
-    l->token_key = fenced ? dlock__name_prefixed("redisson_lock_token", name) : NULL;
-    l->kind_data = kind->data_new ? kind->data_new(name) : NULL;
-    if (!l->base.name || !l->channel || (fenced && !l->token_key) ||
-        (kind->data_new && !l->kind_data)) {
-        lock_destroy(l);
-        return dlock__fail(DLOCK_ENOMEM, "out of memory");
-    }
-    *out = &l->base;
-    return DLOCK_OK;
-}
 
 /* ---- state shared by the handles of one name -------------------------------------------- */
 

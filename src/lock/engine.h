@@ -2,11 +2,12 @@
 /* engine.h — the lock engine's own parts, shared by its files in src/lock and by no kind
  * (a kind sees lock_engine.h only).
  *
- *   engine.c          the ordinary handle, per-name state, holds, the per-owner turn, ops
+ *   engine.c          per-name state, holds, the per-owner turn, ops
  *   engine_acquire.c  acquire: the owner's turn, the kind's script, the wait
  *   engine_release.c  release: the owner's turn, the kind's script, what the reply means
  *   engine_query.c    force release, queries, tokens, the lost callback's setting
- *   ordinary.c        the ordinary class table (lock_class.h) over the ops
+ *   ordinary.c        the ordinary handle: its assembly, its free, its class table
+ *                     (lock_class.h) over the ops; it calls the engine, never the reverse
  *   member.c          member.h: what a composite asks of an ordinary lock
  *
  * The client keeps, per owner of each lock name, the hold count it believes that owner
@@ -134,9 +135,9 @@ struct lock_op {
     void *arg;
 };
 
-/* ---- the ordinary handle (engine.c) ----------------------------------------------------- */
+/* ---- the ordinary handle (ordinary.c) --------------------------------------------------- */
 
-extern const dlock__lock_class dlock__ordinary_class; /* ordinary.c */
+extern const dlock__lock_class dlock__ordinary_class;
 
 /* l as an ordinary lock, or NULL for a composite. */
 lock_handle *dlock__ordinary(dlock_lock *l);

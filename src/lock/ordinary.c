@@ -1,9 +1,80 @@
 /* SPDX-License-Identifier: MIT */
-/* ordinary.c — the ordinary class (lock_class.h): every lock kind standing on the lock
- * engine answers the public calls here, each an op of the engine run on the client's loop
- * thread (the blocking face waits for it on the caller's stack, the async face allocates
- * it). The arguments were checked by api.c. */
+/* ordinary.c — the ordinary handle: its assembly for a kind (dlock__lock_create,
+ * lock_engine.h), its free, and its class (lock_class.h): every lock kind standing on the
+ * lock engine answers the public calls here, each an op of the engine run on the client's
+ * loop thread (the blocking face waits for it on the caller's stack, the async face
+ * allocates it). The arguments were checked by api.c.
+ *
+ * It calls the engine (engine.c and the starts of engine_acquire.c, engine_release.c and
+ * engine_query.c); none of them calls it. */
 #include "engine.h"
+
+/* ---- the ordinary handle ---------------------------------------------------------------- */
+
+lock_handle *dlock__ordinary(dlock_lock *l) {
+    return l && l->cls == &dlock__ordinary_class ? (lock_handle *)l : NULL;
+}
+
+int dlock__ordinary_check(const dlock_lock *l) {
+    return dlock__handle_check(&((const lock_handle *)l)->handle);
+}
+
+void dlock__ordinary_free(dlock_lock *l) {
+    dlock__handle_free(&((lock_handle *)l)->handle);
+}
+
+static void lock_destroy(lock_handle *l) {
+    lock_state *st = l->state;
+    if (st && !dlock__client_closing(l->client)) {
+        lock_handle **link = &st->handles;
+        while (*link != l)
+            link = &(*link)->next_of_state;
+        *link = l->next_of_state;
+        dlock__shared_put(l->client, st);
+    }
+    if (l->kind_data)
+        l->kind->data_free(l->kind_data);
+    dlock__free(l->base.name);
+    dlock__free(l->channel);
+    dlock__free(l->token_key);
+    dlock__free(l);
+}
+
+static void lock_handle_destroy(dlock__handle *handle) {
+    lock_destroy(DLOCK__CONTAINER_OF(handle, lock_handle, handle));
+}
+
+int dlock__lock_create(dlock_client *c, const char *name, const dlock__lock_kind *kind, bool fenced,
+                       dlock_lock **out) {
+    if (!c)
+        return dlock__fail(DLOCK_EINVAL, "client is NULL");
+    if (!out)
+        return dlock__fail(DLOCK_EINVAL, "out is NULL");
+    int rc = dlock__check_name(name);
+    if (rc != DLOCK_OK)
+        return rc;
+    lock_handle *l = dlock__calloc(1, sizeof(*l));
+    if (!l)
+        return dlock__fail(DLOCK_ENOMEM, "out of memory");
+    l->base.cls = &dlock__ordinary_class;
+    dlock__handle_init(&l->handle, c, lock_handle_destroy);
+    l->client = c;
+    l->kind = kind;
+    l->fenced = fenced;
+    l->base.name = dlock__strdup(name);
+    l->channel = dlock__name_prefixed("redisson_lock__channel", name);
+    l->token_key = fenced ? dlock__name_prefixed("redisson_lock_token", name) : NULL;
+    l->kind_data = kind->data_new ? kind->data_new(name) : NULL;
+    if (!l->base.name || !l->channel || (fenced && !l->token_key) ||
+        (kind->data_new && !l->kind_data)) {
+        lock_destroy(l);
+        return dlock__fail(DLOCK_ENOMEM, "out of memory");
+    }
+    *out = &l->base;
+    return DLOCK_OK;
+}
+
+/* ---- the class calls ------------------------------------------------------------------- */
 
 static lock_handle *handle_of(dlock_lock *l) {
     return (lock_handle *)l;
