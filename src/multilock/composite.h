@@ -20,7 +20,18 @@
  * free cancels the acquires in flight (DLOCK_ECANCELED; what they took is given back),
  * lets the other calls end with their outcome, and the handle goes after the last
  * callback. The memory stays while a member has still to answer: every round holds a
- * reference on the composite, and every member call one on its round. */
+ * reference on the composite, and every member call one on its round.
+ *
+ * Floors. Each file calls only the files below it, never one beside or above:
+ *   multilock.c, redlock.c  the two kinds: how each acquires, releases and cancels
+ *   calls.c                 the doors of the public calls: ops of the home client
+ *   query.c                 the queries and force release both kinds share
+ *   round.c                 one call fanned out to the members, their answers gathered
+ *   composite.c             the handle: creation, references, carrying home, an op's end
+ *   holding.c               what each owner holds through the composite
+ * What differs between the kinds is their composite_kind table (a file below calls a kind
+ * only through it): the acquire, release and cancel, the quorum rule and RedLock's
+ * numbers. */
 #ifndef DLOCK_COMPOSITE_H
 #define DLOCK_COMPOSITE_H
 
@@ -53,7 +64,7 @@ typedef struct holding {
     bool lost_fired; /* the composite's lost callback ran for this holding */
 } holding;
 
-/* ---- rounds (round.c) ------------------------------------------------------------------- */
+/* ---- rounds (round.c) ---------------------------------------------------------------- */
 
 /* A member's answer to its call of a round. */
 enum answer {
@@ -134,7 +145,7 @@ void dlock__release_unwaited(composite *cp, size_t i, uint64_t owner);
  * said yes go into into (when not NULL, to be awaited), the others are sent unwaited. */
 void dlock__round_give_back(round *acq, round *into);
 
-/* ---- the composite (composite.c) -------------------------------------------------------- */
+/* ---- the composite (composite.c) ----------------------------------------------------- */
 
 /* What a composite op does. */
 enum comp_call {
@@ -190,6 +201,10 @@ typedef struct composite_kind {
     /* An acquire in flight when the handle is freed: give back what it took and end it
      * with DLOCK_ECANCELED. */
     void (*cancel)(comp_op *op);
+    /* RedLock's numbers, for the validity its TTL query answers (query.c); NULL for a
+     * MultiLock, whose TTL is its shortest member's. */
+    int64_t (*lease_of)(const composite *cp, int64_t lease_ms); /* DLOCK_WATCHDOG: the watchdog's */
+    int64_t (*drift_ms)(int64_t lease_ms); /* the clock drift allowed for a lease */
 } composite_kind;
 
 struct composite {
@@ -236,6 +251,8 @@ enum carry {
 };
 enum carry dlock__composite_carry(composite *cp, dlock__op *op);
 
+/* ---- the doors of the public calls (calls.c) ----------------------------------------- */
+
 /* The class calls both composites share (their lock_class.h tables). */
 int dlock__composite_check(const dlock_lock *l);
 int dlock__composite_acquire_async(dlock_lock *l, uint64_t owner, int64_t wait_ms, int64_t lease_ms,
@@ -265,11 +282,11 @@ void dlock__composite_free(dlock_lock *l);
         .on_lost = dlock__composite_on_lost, .free = dlock__composite_free,                        \
     }
 
-/* ---- the queries and force release, both composites (query.c) -------------------------- */
+/* ---- the queries and force release, both composites (query.c) ------------------------ */
 
 void dlock__composite_query(comp_op *op);
 
-/* ---- holdings (holding.c); home loop ----------------------------------------------------- */
+/* ---- holdings (holding.c); home loop ------------------------------------------------- */
 
 holding *dlock__holding_find(composite *cp, uint64_t owner);
 
@@ -283,22 +300,16 @@ bool dlock__holding_add_member(composite *cp, uint64_t owner, size_t i);
 
 void dlock__holding_set_token(composite *cp, uint64_t owner, uint64_t token);
 
-/* A release: one hold of every member owner holds through the composite comes off; those
- * members are asked in rel (when not NULL). Returns whether the composite was lost while
- * held. */
-bool dlock__holding_release(composite *cp, uint64_t owner, round *rel);
+/* Whether owner holds member i through the composite (a hold not yet released). */
+bool dlock__holding_holds(composite *cp, uint64_t owner, size_t i);
+
+/* A release: one hold of every member owner holds through the composite comes off.
+ * Returns whether the composite was lost while held. */
+bool dlock__holding_release(composite *cp, uint64_t owner);
 
 /* Member i lost owner's holds: true when that makes the composite lost (once per holding). */
 bool dlock__holding_member_lost(composite *cp, uint64_t owner, size_t i);
 
 void dlock__holdings_free(composite *cp);
-
-/* ---- RedLock's numbers (redlock.c) ------------------------------------------------------- */
-
-/* The lease an acquisition with lease_ms has (DLOCK_WATCHDOG: the watchdog's). */
-int64_t dlock__redlock_lease(const composite *cp, int64_t lease_ms);
-
-/* The clock drift RedLock allows for a lease: lease / 100 + 2 ms. */
-int64_t dlock__redlock_drift_ms(int64_t lease_ms);
 
 #endif

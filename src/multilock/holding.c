@@ -5,7 +5,10 @@
  * how many acquisitions of the composite are not released (depth). A release gives back one
  * hold of every member held, whichever acquisition took it; a member's loss drops its holds
  * and makes the composite lost once fewer than its quorum are held (MultiLock: any member;
- * RedLock: below a majority), once per holding. */
+ * RedLock: below a majority), once per holding.
+ *
+ * The ground floor of src/multilock: bookkeeping only, it calls no other file of the folder
+ * (a release round asks the members that dlock__holding_holds names). */
 #include "composite.h"
 
 holding *dlock__holding_find(composite *cp, uint64_t owner) {
@@ -65,16 +68,17 @@ void dlock__holding_set_token(composite *cp, uint64_t owner, uint64_t token) {
     }
 }
 
-bool dlock__holding_release(composite *cp, uint64_t owner, round *rel) {
+bool dlock__holding_holds(composite *cp, uint64_t owner, size_t i) {
+    holding *h = dlock__holding_find(cp, owner);
+    return h && h->holds[i] > 0;
+}
+
+bool dlock__holding_release(composite *cp, uint64_t owner) {
     holding *h = dlock__holding_find(cp, owner);
     if (!h)
         return false;
     for (size_t i = 0; i < cp->n; i++) {
-        if (h->holds[i] == 0)
-            continue;
-        if (rel)
-            dlock__round_ask(rel, i);
-        if (--h->holds[i] == 0)
+        if (h->holds[i] > 0 && --h->holds[i] == 0)
             h->held_count--;
     }
     bool lost = h->lost_fired;

@@ -8,7 +8,10 @@
  * acquisition fails with the member's error. Once all are held, a lease > 0 is set on every
  * member at once. A release releases every member at once, continuing past one that fails;
  * the error it reports is the first in the reverse of the canonical order. Each step is a
- * round (round.c) on the home loop. */
+ * round (round.c) on the home loop.
+ *
+ * A kind (composite.h): it calls round.c, holding.c and composite.c, and fills its class
+ * table with the doors of calls.c. */
 #include <stdio.h>
 
 #include "composite.h"
@@ -167,7 +170,7 @@ static void multilock_cancel(comp_op *op) {
     dlock__composite_fail(op, DLOCK_ECANCELED, "%s was freed while acquiring", cp->base.name);
 }
 
-/* ---- release ------------------------------------------------------------------------------ */
+/* ---- release ------------------------------------------------------------------------- */
 
 static void on_released(round *r) {
     comp_op *op = r->ctx;
@@ -197,7 +200,7 @@ static void multilock_release(comp_op *op) {
         dlock__composite_fail(op, DLOCK_ENOMEM, "out of memory");
         return;
     }
-    op->lost = dlock__holding_release(cp, op->owner, NULL);
+    op->lost = dlock__holding_release(cp, op->owner);
     for (size_t i = 0; i < cp->n; i++)
         dlock__round_ask(r, i);
     op->round = r;

@@ -4,7 +4,10 @@
  * One round asks every member at once and waits for every answer, so a member whose server
  * is down costs one command time-out per query, not one per member. A MultiLock answers
  * for every member (a member's failure is the query's); a RedLock for a majority (a member
- * that fails counts as not locked, not held, no TTL). */
+ * that fails counts as not locked, not held, no TTL).
+ *
+ * It calls round.c, composite.c and holding.c; RedLock's numbers (its lease and clock
+ * drift) reach it through the composite's kind table, not from redlock.c. */
 #include <stdint.h>
 #include <stdio.h>
 
@@ -39,11 +42,11 @@ static int64_t composite_ttl(composite *cp, const round *r, uint64_t owner) {
     int64_t v = kth_longest(r, cp->quorum);
     if (v == INT64_MAX)
         return -1;
-    if (v < 0 || !cp->redlock)
+    if (v < 0 || !cp->kind->drift_ms)
         return v;
     holding *h = dlock__holding_find(cp, owner);
-    int64_t lease = h && h->depth > 0 ? h->lease_ms : dlock__redlock_lease(cp, DLOCK_WATCHDOG);
-    v -= dlock__redlock_drift_ms(lease);
+    int64_t lease = h && h->depth > 0 ? h->lease_ms : cp->kind->lease_of(cp, DLOCK_WATCHDOG);
+    v -= cp->kind->drift_ms(lease);
     return v > 0 ? v : -2; /* no validity left */
 }
 

@@ -21,20 +21,25 @@
  * A release gives back one hold of every member the owner holds through the composite,
  * and covers every member of the owner's acquire rounds that has not answered yet (its
  * release runs after its acquire), all at once, awaited for at most two answer budgets: a
- * member that does not answer (its master down) keeps its hold until its lease ends. */
+ * member that does not answer (its master down) keeps its hold until its lease ends.
+ *
+ * A kind (composite.h): it calls round.c, holding.c and composite.c, and fills its class
+ * table with the doors of calls.c. */
 #include <stdio.h>
 
 #include "composite.h"
 
 static void round_begin(comp_op *op);
 
-int64_t dlock__redlock_lease(const composite *cp, int64_t lease_ms) {
+/* The lease an acquisition with lease_ms has (DLOCK_WATCHDOG: the watchdog's). */
+static int64_t lease_of(const composite *cp, int64_t lease_ms) {
     if (lease_ms != DLOCK_WATCHDOG)
         return lease_ms;
     return dlock__client_watchdog_ms(cp->home);
 }
 
-int64_t dlock__redlock_drift_ms(int64_t lease_ms) {
+/* The clock drift RedLock allows for a lease: lease / 100 + 2 ms. */
+static int64_t drift_ms(int64_t lease_ms) {
     return lease_ms / 100 + 2;
 }
 
@@ -45,17 +50,20 @@ static int64_t answer_budget(int64_t lease_ms) {
 }
 
 static int64_t validity_of(const comp_op *op) {
-    return op->lease - (dlock__now_ms() - op->started_ms) - dlock__redlock_drift_ms(op->lease);
+    return op->lease - (dlock__now_ms() - op->started_ms) - drift_ms(op->lease);
 }
 
-/* ---- release ------------------------------------------------------------------------------ */
+/* ---- release ------------------------------------------------------------------------- */
 
 /* One hold of every member owner holds (asked in held) and every member of the owner's
  * open acquire rounds not answered yet (handed, asked in pending). Returns whether the
  * holding was lost. */
 static bool mark_release(comp_op *op, round *held, round *pending) {
     composite *cp = op->cp;
-    bool lost = dlock__holding_release(cp, op->owner, held);
+    for (size_t i = 0; i < cp->n; i++)
+        if (dlock__holding_holds(cp, op->owner, i))
+            dlock__round_ask(held, i);
+    bool lost = dlock__holding_release(cp, op->owner);
     for (round *o = cp->open_rounds; o; o = o->next_open) {
         if (o->owner != op->owner)
             continue;
@@ -127,7 +135,7 @@ static void release_begin(comp_op *op, void (*after)(comp_op *op, int status)) {
     op->waiting = 2;
     op->round = held;
     op->extra = pending;
-    int64_t budget = 2 * answer_budget(dlock__redlock_lease(cp, DLOCK_WATCHDOG));
+    int64_t budget = 2 * answer_budget(lease_of(cp, DLOCK_WATCHDOG));
     dlock__round_send(held, 0, budget, release_part_done, op);
     dlock__round_send(pending, 0, budget, release_part_done, op);
 }
@@ -140,7 +148,7 @@ static void redlock_release(comp_op *op) {
     release_begin(op, release_answered);
 }
 
-/* ---- an acquisition that failed ----------------------------------------------------------- */
+/* ---- an acquisition that failed ------------------------------------------------------ */
 
 static void acquire_failed(comp_op *op) {
     composite *cp = op->cp;
@@ -206,7 +214,7 @@ static void give_back(comp_op *op, round *acq, bool last) {
     dlock__round_send(rel, 0, answer_budget(op->lease), on_given_back, op);
 }
 
-/* ---- fencing ------------------------------------------------------------------------------ */
+/* ---- fencing ------------------------------------------------------------------------- */
 
 static void after_unfenced(comp_op *op, int status) {
     (void)status;
@@ -263,7 +271,7 @@ static void fence_begin(comp_op *op, round *acq, uint64_t token) {
     dlock__round_send(r, cp->quorum, answer_budget(op->lease), on_fenced, op);
 }
 
-/* ---- acquire ------------------------------------------------------------------------------ */
+/* ---- acquire ------------------------------------------------------------------------- */
 
 static void on_round_decided(round *r) {
     comp_op *op = r->ctx;
@@ -318,7 +326,7 @@ static void round_begin(comp_op *op) {
 }
 
 static void redlock_acquire(comp_op *op) {
-    op->lease = dlock__redlock_lease(op->cp, op->lease_ms);
+    op->lease = lease_of(op->cp, op->lease_ms);
     op->deadline_ms = dlock__deadline_ms(op->wait_ms);
     op->error = DLOCK_ETIMEDOUT;
     dlock__client_timer_init(&op->pause, on_pause_over, op);
@@ -363,6 +371,8 @@ static const composite_kind redlock_kind = {
     .acquire = redlock_acquire,
     .release = redlock_release,
     .cancel = redlock_cancel,
+    .lease_of = lease_of,
+    .drift_ms = drift_ms,
 };
 
 static const dlock__lock_class redlock_class = DLOCK__COMPOSITE_CLASS("RedLock");

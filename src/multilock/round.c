@@ -13,7 +13,9 @@
  *
  * A member answers on its client's loop thread; the answer is carried home as an op of
  * the home client. If the home client is closing, nothing runs there any more: the answer
- * gives a yes back where it is and drops its reference. */
+ * gives a yes back where it is and drops its reference.
+ *
+ * It calls composite.c (carrying home, references) and holding.c (a late yes joins). */
 #include <stdio.h>
 #include <string.h>
 
