@@ -233,8 +233,9 @@ static void check_cluster(doctor_report *r) {
                        covered);
         else if (without_replica > 0)
             doctor_add(r, "cluster slots", DOCTOR_WARN, "give every master a replica",
-                       "16384 of 16384 slots served in %ld range(s); %ld without a replica", ranges,
-                       without_replica);
+                       "16384 of 16384 slots served in %ld range(s); %ld without a replica that "
+                       "has synced (CLUSTER SLOTS lists only those)",
+                       ranges, without_replica);
         else
             doctor_add(r, "cluster slots", DOCTOR_OK, NULL,
                        "16384 of 16384 slots served in %ld range(s), each with a replica", ranges);

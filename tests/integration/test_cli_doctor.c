@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: MIT */
+/* test_cli_doctor.c — `dlock doctor`: a healthy server passes (exit 0, ok and warn only,
+ * valid --json); an evicting policy fails naming noeviction; the ACL check finds every word
+ * of the documented rule (scripts/acl-rule.py) missing in turn, naming what is missing; the
+ * run writes nothing (dirty counter, DBSIZE, no command flagged "write" ran); on a Cluster
+ * every slot is served and sharded pub/sub is checked.
+ * Helpers: tests/support/cli_helpers.h. Every test starts its own servers. */
+#include "cli_helpers.h"
+#include "cluster_fixture.h"
+#include "topology_util.h"
+
+#define USER "doctored"
+#define PASSWORD "pw-doctor-s3cret"
+#define PREFIX "dlock-doctor:" /* the rule's prefix: doctor's default --name is under it */
+#define WORDS_MAX 256
+
+static const char *source_dir(void) {
+    const char *dir = getenv("DLOCK_SOURCE_DIR");
+    if (!dir || !dir[0])
+        fail_msg("DLOCK_SOURCE_DIR is not set (ctest sets it)");
+    return dir;
+}
+
+/* No line of doctor's table says fail. */
+static void assert_no_fail_line(const cli_result *r) {
+    if (strncmp(r->out, "fail", 4) == 0 || strstr(r->out, "\nfail"))
+        fail_msg("a check failed:\n%s", r->out);
+}
+
+static void test_doctor_healthy_server_exits_0_with_ok_and_warn_only(void **state) {
+    (void)state;
+    REQUIRE_CLI();
+    test_watchdog_arm(BUDGET_S, __func__);
+    redis_fixture *f = start_cli_server();
+    cli_result r = DLOCK_CLI_RUN(f, 30000, "doctor");
+    ASSERT_STATUS(r, 0);
+    assert_no_fail_line(&r);
+    ASSERT_CONTAINS(r.out, "ok    server ");
+    ASSERT_CONTAINS(r.out, "ok    maxmemory-policy       noeviction");
+    ASSERT_CONTAINS(r.out, "warn  persistence            none"); /* the fixture saves nothing */
+    ASSERT_CONTAINS(r.out, "ok    acl: lock scripts");
+    ASSERT_CONTAINS(r.out, "round trip             p50 ");
+    cli_result_free(&r);
+
+    r = DLOCK_CLI_RUN(f, 30000, "doctor", "--json", redis_fixture_unix_url(f));
+    ASSERT_STATUS(r, 0);
+    assert_valid_json(r.out);
+    static const char head[] = "{\"checks\":[{\"name\":\"server\",\"status\":\"ok\",\"detail\":";
+    assert_memory_equal(r.out, head, strlen(head));
+    ASSERT_CONTAINS(r.out, "{\"name\":\"maxmemory-policy\",\"status\":\"ok\"");
+    ASSERT_CONTAINS(r.out, "\"fix\":\"");
+    assert_null(strstr(r.out, "\"status\":\"fail\""));
+    cli_result_free(&r);
+    redis_fixture_stop(f);
+}
+
+static void test_doctor_allkeys_lru_fails_naming_noeviction(void **state) {
+    (void)state;
+    REQUIRE_CLI();
+    test_watchdog_arm(BUDGET_S, __func__);
+    redis_fixture *f = start_cli_server();
+    freeReplyObject(redis_fixture_cmd(f, "CONFIG SET maxmemory-policy allkeys-lru"));
+    cli_result r = DLOCK_CLI_RUN(f, 30000, "doctor");
+    ASSERT_STATUS(r, 1);
+    ASSERT_CONTAINS(r.out, "fail  maxmemory-policy       allkeys-lru");
+    ASSERT_CONTAINS(r.out, "-> CONFIG SET maxmemory-policy noeviction");
+    cli_result_free(&r);
+
+    freeReplyObject(redis_fixture_cmd(f, "CONFIG SET maxmemory-policy volatile-ttl"));
+    r = DLOCK_CLI_RUN(f, 30000, "doctor", "--json");
+    ASSERT_STATUS(r, 1); /* every lock key has a TTL: volatile-* evicts held locks */
+    assert_valid_json(r.out);
+    ASSERT_CONTAINS(r.out, "{\"name\":\"maxmemory-policy\",\"status\":\"fail\"");
+    ASSERT_CONTAINS(r.out, "noeviction");
+    cli_result_free(&r);
+    redis_fixture_stop(f);
+}
+
+/* ---- the ACL ------------------------------------------------------------------------------ */
+
+/* The words of `acl-rule.py --words single` for USER under PREFIX (each malloc'd). */
+static int rule_words(char **words) {
+    char *command =
+        topo_asprintf("python3 '%s/scripts/acl-rule.py' --words single --user %s --password %s "
+                      "--prefix %s",
+                      source_dir(), USER, PASSWORD, PREFIX);
+    FILE *p = popen(command, "r");
+    free(command);
+    assert_non_null(p);
+    int n = 0;
+    char line[512];
+    while (fgets(line, sizeof(line), p)) {
+        line[strcspn(line, "\n")] = '\0';
+        assert_true(n < WORDS_MAX);
+        words[n++] = strdup(line);
+    }
+    assert_int_equal(pclose(p), 0);
+    assert_true(n > 10);
+    return n;
+}
+
+/* USER made afresh with the rule's words, but for words[skip] (-1: none). */
+static void set_user(redis_fixture *f, char **words, int n, int skip) {
+    freeReplyObject(redis_fixture_cmd(f, "ACL DELUSER %s", USER));
+    const char *argv[WORDS_MAX];
+    int argc = 0;
+    for (int i = 0; i < n; i++)
+        if (i != skip)
+            argv[argc++] = words[i];
+    redisReply *r = redis_fixture_cmd_argv(f, argc, argv, NULL);
+    assert_non_null(r);
+    if (r->type == REDIS_REPLY_ERROR)
+        fail_msg("ACL SETUSER: %s", r->str);
+    freeReplyObject(r);
+}
+
+/* What doctor must name when word is missing: a command ("+zadd" -> "zadd (") or a key or
+ * channel ("~redisson_sc:{dlock-doctor:*" -> "redisson_sc:{dlock-doctor:"). */
+static void expected_naming(const char *word, char *buf, size_t size) {
+    if (word[0] == '+')
+        snprintf(buf, size, "%s (", word + 1);
+    else
+        snprintf(buf, size, "%.*s", (int)strcspn(word + 1, "*"), word + 1);
+}
+
+static void test_doctor_acl_names_each_missing_word_of_the_rule(void **state) {
+    (void)state;
+    REQUIRE_CLI();
+    test_watchdog_arm(BUDGET_S * 4, __func__);
+    redis_fixture *f = start_cli_server();
+    char *words[WORDS_MAX];
+    int n = rule_words(words);
+
+    /* the whole rule: every ACL check passes (the admin's URL, --user names the user) */
+    set_user(f, words, n, -1);
+    cli_result r = DLOCK_CLI_RUN(f, 30000, "doctor", "--user", USER);
+    ASSERT_STATUS(r, 0);
+    assert_no_fail_line(&r);
+    ASSERT_CONTAINS(r.out, "ok    acl: keys and channels user " USER " may use all");
+    assert_null(strstr(r.out, "warn  acl"));
+    cli_result_free(&r);
+
+    /* each grant taken away in turn: doctor fails and names it */
+    int checked = 0;
+    for (int i = 0; i < n; i++) {
+        if (!strchr("+~&", words[i][0]))
+            continue; /* ACL SETUSER user on >pw resetkeys resetchannels -@all */
+        set_user(f, words, n, i);
+        r = DLOCK_CLI_RUN(f, 30000, "doctor", "--user", USER);
+        char naming[300];
+        expected_naming(words[i], naming, sizeof(naming));
+        if (r.status != 1 || !strstr(r.out, "fail  acl: ") || !strstr(r.out, naming))
+            fail_msg("without %s: exit %d, and no failed acl check naming \"%s\":\n%s", words[i],
+                     r.status, naming, r.out);
+        assert_null(strstr(r.out, PASSWORD));
+        cli_result_free(&r);
+        checked++;
+    }
+    assert_true(checked > 40);
+    for (int i = 0; i < n; i++)
+        free(words[i]);
+    redis_fixture_stop(f);
+}
+
+static void test_doctor_as_the_user_itself_warns_it_cannot_dryrun(void **state) {
+    (void)state;
+    REQUIRE_CLI();
+    test_watchdog_arm(BUDGET_S, __func__);
+    redis_fixture *f = start_cli_server();
+    char *words[WORDS_MAX];
+    int n = rule_words(words);
+    set_user(f, words, n, -1);
+    char *url =
+        topo_asprintf("unix://%s?user=%s&password=%s", redis_fixture_socket(f), USER, PASSWORD);
+    cli_result r = DLOCK_CLI_RUN(f, 30000, "doctor", url);
+    ASSERT_STATUS(r, 0); /* nothing it could see would break dlock */
+    ASSERT_CONTAINS(r.out, "warn  acl ");
+    ASSERT_CONTAINS(r.out, "--user NAME");
+    assert_null(strstr(r.out, PASSWORD));
+    assert_null(strstr(r.err, PASSWORD));
+    cli_result_free(&r);
+    free(url);
+    for (int i = 0; i < n; i++)
+        free(words[i]);
+    redis_fixture_stop(f);
+}
+
+/* ---- read-only ---------------------------------------------------------------------------- */
+
+/* INFO commandstats' text: "cmdstat_<name>:calls=N,..." lines. */
+static char *command_calls_text(redis_fixture *f) {
+    char *info = redis_fixture_str(f, "INFO commandstats");
+    assert_non_null(info);
+    return info;
+}
+
+/* calls of cmd in an INFO commandstats text, 0 if absent. */
+static long long calls_in(const char *info, const char *cmd) {
+    char head[128];
+    snprintf(head, sizeof(head), "cmdstat_%s:calls=", cmd);
+    const char *p = strstr(info, head);
+    return p ? atoll(p + strlen(head)) : 0;
+}
+
+static void test_doctor_writes_nothing(void **state) {
+    (void)state;
+    REQUIRE_CLI();
+    test_watchdog_arm(BUDGET_S, __func__);
+    redis_fixture *f = start_cli_server();
+    freeReplyObject(redis_fixture_cmd(f, "SET " PREFIX "existing 1"));
+    long long dirty = redis_fixture_info_int(f, "persistence", "rdb_changes_since_last_save");
+    long long keys = redis_fixture_int(f, "DBSIZE");
+    char *before = command_calls_text(f);
+
+    cli_result r = DLOCK_CLI_RUN(f, 30000, "doctor");
+    ASSERT_STATUS(r, 0);
+    cli_result_free(&r);
+
+    assert_int_equal(redis_fixture_info_int(f, "persistence", "rdb_changes_since_last_save"),
+                     dirty);
+    assert_int_equal(redis_fixture_int(f, "DBSIZE"), keys);
+    char *after = command_calls_text(f);
+    /* every command that ran more often than before: none is flagged "write", none is a
+     * CONFIG SET */
+    int ran = 0;
+    for (const char *p = strstr(after, "cmdstat_"); p; p = strstr(p + 1, "cmdstat_")) {
+        char cmd[64];
+        snprintf(cmd, sizeof(cmd), "%.*s", (int)strcspn(p + 8, ":"), p + 8);
+        if (calls_in(after, cmd) <= calls_in(before, cmd))
+            continue;
+        ran++;
+        assert_string_not_equal(cmd, "config|set");
+        redisReply *info = redis_fixture_cmd(f, "COMMAND INFO %s", cmd);
+        assert_non_null(info);
+        assert_int_equal(info->type, REDIS_REPLY_ARRAY);
+        assert_int_equal(info->elements, 1);
+        redisReply *flags = info->element[0]->element[2];
+        for (size_t i = 0; i < flags->elements; i++)
+            if (strcmp(flags->element[i]->str, "write") == 0)
+                fail_msg("doctor ran %s, a write command", cmd);
+        freeReplyObject(info);
+    }
+    assert_true(ran > 5); /* it did ask: info, acl|dryrun, ping, ... */
+    assert_true(calls_in(after, "acl|dryrun") > 50);
+    free(before);
+    free(after);
+    redis_fixture_stop(f);
+}
+
+/* ---- Cluster ------------------------------------------------------------------------------- */
+
+static void test_doctor_cluster_slots_served_and_sharded_pubsub_checked(void **state) {
+    (void)state;
+    REQUIRE_CLI();
+    test_watchdog_arm(BUDGET_S, __func__);
+    cluster_fixture *fx = NULL;
+    assert_int_equal(cluster_fixture_start(NULL, &fx), 0);
+    char *url = topo_asprintf("redis-cluster://%s", cluster_fixture_hosts(fx));
+    cli_result r = DLOCK_CLI_RUN(NULL, 30000, "doctor", url);
+    ASSERT_STATUS(r, 0);
+    assert_no_fail_line(&r);
+    /* ok, or warn when CLUSTER SLOTS lists no replica yet (it names only synced ones) */
+    ASSERT_CONTAINS(r.out, "  cluster slots          16384 of 16384 slots served");
+    ASSERT_CONTAINS(r.out, "ok    sharded pub/sub");
+    ASSERT_CONTAINS(r.out, "ok    acl: cluster");
+    ASSERT_CONTAINS(r.out, "(cluster)");
+    cli_result_free(&r);
+    free(url);
+    cluster_fixture_stop(fx);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_doctor_healthy_server_exits_0_with_ok_and_warn_only,
+                                  kill_spawned),
+        cmocka_unit_test_teardown(test_doctor_allkeys_lru_fails_naming_noeviction, kill_spawned),
+        cmocka_unit_test_teardown(test_doctor_acl_names_each_missing_word_of_the_rule,
+                                  kill_spawned),
+        cmocka_unit_test_teardown(test_doctor_as_the_user_itself_warns_it_cannot_dryrun,
+                                  kill_spawned),
+        cmocka_unit_test_teardown(test_doctor_writes_nothing, kill_spawned),
+        cmocka_unit_test_teardown(test_doctor_cluster_slots_served_and_sharded_pubsub_checked,
+                                  kill_spawned),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
