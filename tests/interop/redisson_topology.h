@@ -55,7 +55,7 @@ typedef struct rj_topology {
 
 /* Lines the peers must print within: a JVM start plus Redisson's connect on a busy box. */
 static inline int64_t topo_peer_ms(int64_t ms) {
-    return test_slack_ms(ms + 10000);
+    return test_slack_ms(ms + 10000) + RJ_START_MS;
 }
 
 /* Waits (generously) until someone is subscribed to name's channels, or `unless` (may be

@@ -39,7 +39,7 @@
 #define C_ROUNDS 40
 
 static int64_t peer_ms(int64_t ms) {
-    return test_slack_ms(ms + 5000);
+    return test_slack_ms(ms) + RJ_START_MS;
 }
 
 /* ---- the lock kinds ---------------------------------------------------------------------- */
