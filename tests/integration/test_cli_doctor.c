@@ -139,6 +139,15 @@ static void test_doctor_acl_names_each_missing_word_of_the_rule(void **state) {
     ASSERT_CONTAINS(r.out, "ok    acl: keys and channels user " USER " may use all");
     assert_null(strstr(r.out, "warn  acl"));
     cli_result_free(&r);
+    /* --name: the namespace itself passes, a name outside it fails on its keys */
+    r = DLOCK_CLI_RUN(f, 30000, "doctor", "--user", USER, "--name", PREFIX);
+    ASSERT_STATUS(r, 0);
+    cli_result_free(&r);
+    r = DLOCK_CLI_RUN(f, 30000, "doctor", "--user", USER, "--name", "app:");
+    ASSERT_STATUS(r, 1);
+    ASSERT_CONTAINS(r.out, "fail  acl: keys and channels user " USER " may not: app: (");
+    ASSERT_CONTAINS(r.out, "ACL SETUSER " USER " ~app: ~{app:}:doctor ~redisson_lock_queue:{app:}");
+    cli_result_free(&r);
 
     /* each grant taken away in turn: doctor fails and names it */
     int checked = 0;
