@@ -38,6 +38,7 @@ cc=${CC:-cc}
 packages=(libdlock0 libdlock-dev dlock-tools)
 
 skip() {
+    ok=1 # nothing failed: the work directory goes
     echo "deb: SKIPPED: $*"
     exit 77
 }
@@ -113,7 +114,8 @@ expect() { # expect PACKAGE PATH...
 lib="/usr/lib/$multiarch"
 expect libdlock0 "$lib/libdlock.so.$major" "$lib/libdlock.so.$version" \
     /usr/share/doc/libdlock0/copyright
-expect libdlock-dev /usr/include/dlock.h /usr/include/dlock/version.h "$lib/libdlock.so" \
+expect libdlock-dev /usr/include/dlock.h /usr/include/dlock.hpp /usr/include/dlock/version.h \
+    "$lib/libdlock.so" \
     "$lib/libdlock.a" "$lib/pkgconfig/dlock.pc" "$lib/cmake/dlock/dlockConfig.cmake"
 expect dlock-tools /usr/bin/dlock /usr/share/man/man1/dlock.1.gz
 dev_depends=$(dpkg-deb -f "$(deb libdlock-dev)" Depends)
