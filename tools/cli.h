@@ -11,7 +11,8 @@
  *   cmd_release.c    dlock release --force
  *   cmd_semaphore.c  dlock semaphore
  *   cmd_latch.c      dlock latch
- *   cmd_doctor.c     dlock doctor    (doctor_server.c, doctor_acl.c: the checks; doctor.h)
+ *   cmd_doctor.c     dlock doctor    (doctor_server.c, doctor_acl.c, doctor_sentinel.c: the
+ *                                     checks; doctor.h)
  *
  * Every action on a lock, semaphore or latch goes through the public API (dlock.h). Only
  * inspect, a read-only diagnostic, reads keys with plain commands, sent on a client's own

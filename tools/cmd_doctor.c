@@ -35,6 +35,7 @@ static void print_help(void) {
            "  maxmemory-policy  anything but noeviction may evict held locks: fail\n"
            "  persistence       what a restart loses\n"
            "  replicas          the master's replicas, WAIT, what sync_replicas will do\n"
+           "  sentinels         (Sentinel) how many sentinels name the master; do they agree\n"
            "  cluster slots     (Cluster) all 16384 slots served; sharded pub/sub\n"
            "  clock             the server's clock against this machine's\n"
            "  round trip        p50/p99 of PING\n"
@@ -230,10 +231,13 @@ int cmd_doctor(int argc, char **argv) {
 
     char shown[CLI_URL_SHOWN_MAX];
     r.url_shown = dlock__url_masked(cli_url(), shown, sizeof(shown));
+    r.sentinel_url = strncmp(r.url_shown, "redis-sentinel://", 17) == 0 ||
+                     strncmp(r.url_shown, "rediss-sentinel://", 18) == 0;
     int rc = cli_connect(&r.c);
     if (rc != CLI_EXIT_OK)
         return rc;
     doctor_check_server(&r);
+    doctor_check_sentinels(&r);
     doctor_check_acl(&r);
     dlock_client_free(r.c);
 

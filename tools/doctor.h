@@ -6,6 +6,7 @@
  *                    replicas and WAIT, Cluster slots, clock, round trips, script cache
  *   doctor_acl.c     what the user may do: ACL DRYRUN of every command the scripts and the
  *                    client send, on the object's keys and channels
+ *   doctor_sentinel.c  (Sentinel) how many sentinels know the master, and do they agree
  *
  * Every check only reads: INFO, CONFIG GET, ROLE, TIME, PING, WAIT 0, CLUSTER SLOTS,
  * COMMAND INFO, ACL WHOAMI / DRYRUN (which answers without running anything). A check that
@@ -38,6 +39,7 @@ typedef struct doctor_report {
     const char *object_name; /* --name: the namespace the ACL is checked under */
     const char *acl_user;    /* --user, or NULL: the URL's (ACL WHOAMI) */
     const char *url_shown;   /* the URL, password masked */
+    bool sentinel_url;       /* redis-sentinel:// or rediss-sentinel:// */
     doctor_check *checks;
     size_t count, cap;
     bool out_of_memory;
@@ -58,5 +60,6 @@ bool doctor_info_field(const char *info, const char *field, char *buf, size_t si
 /* The checks, in the order they print. */
 void doctor_check_server(doctor_report *r);
 void doctor_check_acl(doctor_report *r);
+void doctor_check_sentinels(doctor_report *r); /* nothing unless r->sentinel_url */
 
 #endif

@@ -56,6 +56,12 @@ bool dlock__client_channels_sharded(const dlock_client *c) {
     return c->cluster != NULL;
 }
 
+int dlock__client_sentinel_survey(dlock_client *c, dlock__sentinel_survey_fn done, void *arg) {
+    if (!c->sentinel)
+        return dlock__fail(DLOCK_EINVAL, "not a Sentinel URL: no sentinels to ask");
+    return dlock__sentinel_survey(c->sentinel, done, arg);
+}
+
 const char *dlock__client_endpoint(const dlock_client *c) {
     return c->endpoint_key;
 }

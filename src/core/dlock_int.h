@@ -106,6 +106,23 @@ const char *dlock__client_node_of(dlock_client *c, const char *key, char *buf, s
  *   SHARDNUMSUB), not on every node (PUBLISH, SUBSCRIBE, PUBSUB NUMSUB). */
 bool dlock__client_absent_keys_are_free(const dlock_client *c);
 bool dlock__client_channels_sharded(const dlock_client *c);
+/* What one sentinel of a Sentinel URL says of the master, for the tool's report (dlock
+ * doctor): named 1 with its address in master, 0 (it knows no such master), or -1 (no
+ * answer: why). Never credentials. */
+typedef struct dlock__sentinel_answer {
+    char sentinel[160]; /* the sentinel, as the URL names it: "host:port" */
+    int named;
+    char master[280];
+    char why[240];
+} dlock__sentinel_answer;
+typedef void (*dlock__sentinel_survey_fn)(dlock_client *c, const dlock__sentinel_answer *answers,
+                                          size_t count, void *arg);
+/* A Sentinel client asks every sentinel of its URL at once where the master is, each on a
+ * short-lived connection, within connect_timeout_ms, and calls done once, on the loop
+ * thread and never inside this call, with each sentinel's answer in the URL's order (count
+ * 0: out of memory). The client itself goes on as before. DLOCK_EINVAL when the client has
+ * no sentinels or a survey already runs; DLOCK_ECLOSED, DLOCK_ENOMEM. Loop thread only. */
+int dlock__client_sentinel_survey(dlock_client *c, dlock__sentinel_survey_fn done, void *arg);
 /* A line for the application's log_cb (log.c); nothing when it set none. Any layer. */
 void dlock__log(dlock_client *c, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -46,6 +46,9 @@
  * backoff (never in a tight loop, also when a sentinel accepts and drops at once or refuses
  * the SUBSCRIBE), and a resolution runs only when none is in progress.
  *
+ * A survey (dlock__sentinel_survey, for `dlock doctor`) asks every sentinel once on probes of
+ * its own and reports each answer; it never moves the client's links.
+ *
  * Everything runs on the client's loop thread. A probe link is never closed or restarted
  * inside its own callbacks: its outcome is noted and acted on from a zero-delay timer. */
 #include <stdarg.h>
@@ -162,6 +165,12 @@ struct dlock__sentinel {
     addr hint;          /* the new master of the last one, until a resolution takes it */
     demotion demoted[DEMOTED_MAX];
     size_t next_demoted;
+
+    /* a survey (dlock doctor): every sentinel asked once, apart from any resolution */
+    probe *surveyors; /* one per sentinel while a survey runs, else NULL */
+    dlock__timer survey_timer;
+    dlock__sentinel_survey_fn survey_done;
+    void *survey_arg;
 };
 
 /* ---- addresses -------------------------------------------------------------------------- */
@@ -598,9 +607,13 @@ static void after_checking(dlock__sentinel *s) {
     decide(s);
 }
 
+static void survey_step(dlock__sentinel *s);
+
 static void on_step(dlock__timer *t, void *arg) {
     (void)t;
     dlock__sentinel *s = arg;
+    if (s->surveyors)
+        survey_step(s);
     /* probes that are done go now, outside their own callbacks; their outcomes stay */
     for (size_t i = 0; i < s->url.count; i++)
         if (s->askers[i].outcome != OUT_NONE)
@@ -614,6 +627,72 @@ static void on_step(dlock__timer *t, void *arg) {
         after_checking(s);
     else if (s->step == STEP_ASKING)
         decide(s);
+}
+
+/* ---- a survey: what every sentinel says (dlock doctor) ------------------------------------- */
+
+/* The survey's probes are the resolution's kind (probe_start ... note_outcome), so their
+ * outcomes come to on_step too; they are kept apart, and a survey never moves the client. */
+
+static void survey_finish(dlock__sentinel *s) {
+    dlock__timer_stop(&s->client->sched, &s->survey_timer);
+    size_t n = s->url.count;
+    dlock__sentinel_answer *answers = dlock__calloc(n, sizeof(*answers));
+    for (size_t i = 0; answers && i < n; i++) {
+        const probe *p = &s->surveyors[i];
+        dlock__sentinel_answer *a = &answers[i];
+        dlock__endpoint_describe(&s->url.sentinels[i], a->sentinel, sizeof(a->sentinel));
+        a->named = p->outcome == OUT_ADDRESS ? 1 : p->outcome == OUT_UNKNOWN ? 0 : -1;
+        if (a->named == 1)
+            describe(&p->named, a->master, sizeof(a->master));
+        /* the probe's text is "<role> <where>: <why>": keep the why */
+        const char *why = strstr(p->text, ": ");
+        snprintf(a->why, sizeof(a->why), "%s", why ? why + 2 : p->text);
+    }
+    dlock__sentinel_survey_fn done = s->survey_done;
+    void *arg = s->survey_arg;
+    dlock__free(s->surveyors);
+    s->surveyors = NULL;
+    done(s->client, answers, answers ? n : 0, arg);
+    dlock__free(answers);
+}
+
+static void survey_step(dlock__sentinel *s) {
+    bool all = true;
+    for (size_t i = 0; i < s->url.count; i++) {
+        if (s->surveyors[i].outcome != OUT_NONE)
+            probe_close(&s->surveyors[i]);
+        else
+            all = false;
+    }
+    if (all)
+        survey_finish(s);
+}
+
+static void on_survey_timeout(dlock__timer *t, void *arg) {
+    (void)t;
+    dlock__sentinel *s = arg;
+    for (size_t i = 0; s->surveyors && i < s->url.count; i++)
+        if (s->surveyors[i].open)
+            note_outcome(&s->surveyors[i], OUT_FAILED, DLOCK_ECONN,
+                         "no answer within %lld ms (connect_timeout_ms)",
+                         (long long)s->client->opts.connect_timeout_ms);
+}
+
+int dlock__sentinel_survey(dlock__sentinel *s, dlock__sentinel_survey_fn done, void *arg) {
+    if (s->closed)
+        return dlock__fail(DLOCK_ECLOSED, "the client is closing");
+    if (s->surveyors)
+        return dlock__fail(DLOCK_EINVAL, "a survey of the sentinels is already running");
+    s->surveyors = dlock__calloc(s->url.count, sizeof(*s->surveyors));
+    if (!s->surveyors)
+        return dlock__fail(DLOCK_ENOMEM, "out of memory");
+    s->survey_done = done;
+    s->survey_arg = arg;
+    for (size_t i = 0; i < s->url.count; i++)
+        probe_start(s, &s->surveyors[i], true, &s->url.sentinels[i]);
+    dlock__timer_start(&s->client->sched, &s->survey_timer, s->client->opts.connect_timeout_ms);
+    return DLOCK_OK;
 }
 
 /* The links' resolve hook. */
@@ -770,6 +849,7 @@ int dlock__sentinel_new(dlock__sentinel_url *url, dlock__sentinel **out) {
     dlock__timer_init(&s->step_timer, on_step, s);
     dlock__timer_init(&s->ask_timer, on_ask_timeout, s);
     dlock__timer_init(&s->check_timer, on_check_timeout, s);
+    dlock__timer_init(&s->survey_timer, on_survey_timeout, s);
     *out = s;
     return DLOCK_OK;
 }
@@ -822,6 +902,15 @@ void dlock__sentinel_close(dlock__sentinel *s) {
     askers_close(s);
     probe_close(&s->checker);
     s->step = STEP_IDLE;
+    if (s->surveyors) { /* its answers so far, as a survey that ends now */
+        for (size_t i = 0; i < s->url.count; i++) {
+            probe_close(&s->surveyors[i]);
+            if (s->surveyors[i].outcome == OUT_NONE)
+                snprintf(s->surveyors[i].text, sizeof(s->surveyors[i].text),
+                         "sentinel: the client closed");
+        }
+        survey_finish(s);
+    }
     for (size_t i = 0; s->watchers && i < s->url.count; i++)
         if (s->watchers[i].link.client)
             dlock__link_close(&s->watchers[i].link);

@@ -59,6 +59,11 @@ bool dlock__sentinel_take_moved(dlock__sentinel *s, const dlock__link *link);
 /* Closes its own connections (on the loop thread, before the scheduler closes); the
  * attached links are the client's to close. NULL: no-op. */
 void dlock__sentinel_close(dlock__sentinel *s);
+/* Asks every sentinel of the URL where the master is, apart from the resolver (the client
+ * goes on as before), and calls done once with each one's answer (dlock_int.h), from a
+ * timer after all answered or connect_timeout_ms, or from dlock__sentinel_close. One survey
+ * at a time: DLOCK_EINVAL while one runs; DLOCK_ECLOSED, DLOCK_ENOMEM. Loop thread. */
+int dlock__sentinel_survey(dlock__sentinel *s, dlock__sentinel_survey_fn done, void *arg);
 void dlock__sentinel_free(dlock__sentinel *s); /* after close; NULL: no-op */
 
 #endif

@@ -3,10 +3,12 @@
  * valid --json); an evicting policy fails naming noeviction; the ACL check finds every word
  * of the documented rule (scripts/acl-rule.py) missing in turn, naming what is missing; the
  * run writes nothing (dirty counter, DBSIZE, no command flagged "write" ran); on a Cluster
- * every slot is served and sharded pub/sub is checked.
+ * every slot is served and sharded pub/sub is checked; under Sentinel the sentinels agree on
+ * the master (ok), one is down (warn), one names another server (fail).
  * Helpers: tests/support/cli_helpers.h. Every test starts its own servers. */
 #include "cli_helpers.h"
 #include "cluster_fixture.h"
+#include "sentinel_fixture.h"
 #include "topology_util.h"
 
 #define USER "doctored"
@@ -278,6 +280,57 @@ static void test_doctor_cluster_slots_served_and_sharded_pubsub_checked(void **s
     cluster_fixture_stop(fx);
 }
 
+/* ---- Sentinel ------------------------------------------------------------------------------ */
+
+static void test_doctor_sentinels_agree_then_one_down_then_one_disagrees(void **state) {
+    (void)state;
+    REQUIRE_CLI();
+    test_watchdog_arm(BUDGET_S, __func__);
+    sentinel_fixture *fx = NULL;
+    assert_int_equal(sentinel_fixture_start(NULL, &fx), 0);
+    const char *url = sentinel_fixture_url(fx);
+    int master_port = sentinel_fixture_node_port(fx, sentinel_fixture_master_index(fx));
+    int replica_port = sentinel_fixture_node_port(fx, sentinel_fixture_replica_index(fx));
+
+    cli_result r = DLOCK_CLI_RUN(NULL, 30000, "doctor", url);
+    ASSERT_STATUS(r, 0);
+    assert_no_fail_line(&r);
+    char agree[160];
+    snprintf(agree, sizeof(agree),
+             "ok    sentinels              all 3 sentinels name the master 127.0.0.1:%d, the "
+             "one the client uses",
+             master_port);
+    ASSERT_CONTAINS(r.out, agree);
+    ASSERT_CONTAINS(r.out, "ok    replicas               master with 1 replica(s)");
+    cli_result_free(&r);
+
+    /* a sentinel that names the replica as the master: they disagree */
+    redisReply *rep = sentinel_fixture_sentinel_cmd(fx, 2, "SENTINEL REMOVE %s",
+                                                    sentinel_fixture_master_name(fx));
+    assert_non_null(rep);
+    freeReplyObject(rep);
+    rep = sentinel_fixture_sentinel_cmd(fx, 2, "SENTINEL MONITOR %s 127.0.0.1 %d 2",
+                                        sentinel_fixture_master_name(fx), replica_port);
+    assert_non_null(rep);
+    assert_int_not_equal(rep->type, REDIS_REPLY_ERROR);
+    freeReplyObject(rep);
+    r = DLOCK_CLI_RUN(NULL, 30000, "doctor", url);
+    ASSERT_STATUS(r, 1);
+    ASSERT_CONTAINS(r.out, "fail  sentinels              the sentinels disagree: ");
+    char names_replica[64];
+    snprintf(names_replica, sizeof(names_replica), "names 127.0.0.1:%d", replica_port);
+    ASSERT_CONTAINS(r.out, names_replica);
+    cli_result_free(&r);
+
+    /* that sentinel gone: the two left agree, one of three does not answer */
+    assert_int_equal(sentinel_fixture_kill_sentinel(fx, 2), 0);
+    r = DLOCK_CLI_RUN(NULL, 30000, "doctor", url);
+    ASSERT_STATUS(r, 0);
+    ASSERT_CONTAINS(r.out, "warn  sentinels              2 of 3 sentinels name ");
+    cli_result_free(&r);
+    sentinel_fixture_stop(fx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_doctor_healthy_server_exits_0_with_ok_and_warn_only,
@@ -289,6 +342,8 @@ int main(void) {
                                   kill_spawned),
         cmocka_unit_test_teardown(test_doctor_writes_nothing, kill_spawned),
         cmocka_unit_test_teardown(test_doctor_cluster_slots_served_and_sharded_pubsub_checked,
+                                  kill_spawned),
+        cmocka_unit_test_teardown(test_doctor_sentinels_agree_then_one_down_then_one_disagrees,
                                   kill_spawned),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
