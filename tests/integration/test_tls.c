@@ -37,7 +37,9 @@ static int new_client(const char *url, dlock_client **out) {
     dlock_options o;
     dlock_options_init(&o);
     o.url = url;
-    o.connect_timeout_ms = 3000;
+    /* a TLS handshake under valgrind beside other tests can take seconds; what fails fast
+     * here fails on the server's answer, not on this timeout */
+    o.connect_timeout_ms = test_slack_ms(3000);
     o.retry_delay_ms = TEST_RETRY_DELAY_MS;
     return dlock_client_new(&o, out);
 }
