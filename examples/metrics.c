@@ -111,7 +111,7 @@ static void respond(int fd, const char *status, const char *body, size_t body_le
  * the size). The caller frees *text. */
 static int render_metrics(dlock_client *c, char **text, size_t *len) {
     static const dlock_metric_label labels[] = {{"service", "checkout"}};
-    size_t size = 4096;
+    size_t size = 8192; /* holds it with short labels (docs/monitoring.md) */
     for (;;) {
         char *buf = malloc(size);
         if (!buf)
@@ -181,12 +181,31 @@ static int listen_on_loopback(int port, int *bound_port) {
 
 /* ---- step 3: ask ourselves, and check the answer ----------------------------------------- */
 
-/* Every sample line's metric has had a # HELP and a # TYPE line before it, and a counter's
- * name ends in _total. (tests/integration/test_stats_prometheus.c checks the format in
- * full: escapes, values, labels.) */
+/* The family a sample of `name` (name_len bytes) belongs to among the typed ones: its own
+ * name, or for a histogram's samples the name without _bucket, _sum or _count. -1: none. */
+static int family_of(char typed[][64], char kinds[][16], size_t ntyped, const char *name,
+                     size_t name_len) {
+    static const char *const histogram_suffixes[] = {"", "_bucket", "_sum", "_count"};
+    for (size_t i = 0; i < ntyped; i++) {
+        size_t family_len = strlen(typed[i]);
+        for (size_t k = 0; k < 4; k++) {
+            if (k > 0 && strcmp(kinds[i], "histogram") != 0)
+                break;
+            const char *suffix = histogram_suffixes[k];
+            if (family_len + strlen(suffix) == name_len &&
+                strncmp(name, typed[i], family_len) == 0 &&
+                strncmp(name + family_len, suffix, strlen(suffix)) == 0)
+                return (int)i;
+        }
+    }
+    return -1;
+}
+
+/* Every sample line's metric has had a # HELP and a # TYPE line before it, a counter's name
+ * ends in _total, and every value is a number. (tests/integration/test_stats_prometheus.c
+ * checks the format in full: escapes, labels, the histogram's buckets.) */
 static bool body_is_well_formed(const char *body) {
-    char typed[64][64];
-    bool is_counter[64];
+    char typed[64][64], kinds[64][16];
     size_t ntyped = 0, samples = 0;
     char help[64] = "";
     for (const char *line = body; *line;) {
@@ -197,25 +216,22 @@ static bool body_is_well_formed(const char *body) {
         if (sscanf(line, "# HELP %63s", name) == 1) {
             snprintf(help, sizeof(help), "%s", name);
         } else if (sscanf(line, "# TYPE %63s %15s", name, kind) == 2) {
-            if (!check(strcmp(name, help) == 0 && ntyped < 64, "# TYPE after its # HELP"))
+            if (!check(strcmp(name, help) == 0 && ntyped < 64, "# TYPE after its # HELP") ||
+                !check(strcmp(kind, "counter") != 0 ||
+                           strstr(name, "_total") == name + strlen(name) - 6,
+                       "a counter's name ends in _total"))
                 return false;
             snprintf(typed[ntyped], sizeof(typed[0]), "%s", name);
-            is_counter[ntyped++] = strcmp(kind, "counter") == 0;
+            snprintf(kinds[ntyped++], sizeof(kinds[0]), "%s", kind);
         } else {
-            size_t name_len = strcspn(line, "{ ");
-            bool known = false;
-            for (size_t i = 0; i < ntyped && !known; i++) {
-                known = strlen(typed[i]) == name_len && strncmp(typed[i], line, name_len) == 0;
-                if (known && is_counter[i] &&
-                    !check(name_len > 6 && strncmp(line + name_len - 6, "_total", 6) == 0,
-                           "a counter's name ends in _total"))
-                    return false;
-            }
+            int family = family_of(typed, kinds, ntyped, line, strcspn(line, "{ "));
             const char *value = memchr(line, ' ', (size_t)(nl - line));
+            while (value && memchr(value + 1, ' ', (size_t)(nl - value - 1)))
+                value = memchr(value + 1, ' ', (size_t)(nl - value - 1)); /* a label's space */
             char *end = NULL;
             if (value)
                 strtod(value + 1, &end);
-            if (!check(known, "a sample has its # HELP and # TYPE before it") ||
+            if (!check(family >= 0, "a sample has its # HELP and # TYPE before it") ||
                 !check(value && end == nl, "a sample's value is a number"))
                 return false;
             samples++;

@@ -133,6 +133,14 @@ DLOCK_EXTERN int dlock_client_ping(dlock_client *c);
 typedef void (*dlock_client_cb)(dlock_client *c, int status, void *arg);
 DLOCK_EXTERN int dlock_client_ping_async(dlock_client *c, dlock_client_cb cb, void *arg);
 
+/* dlock_stats.acquire_failures has a slot per error code (by -code), and
+ * acquire_wait_buckets one per bound below (microseconds: 0.5 ms to 30 s) and one past them. */
+#define DLOCK_STATS_CODES 16
+#define DLOCK_STATS_WAIT_BOUNDS_US                                                                 \
+    500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000, 1000000, 2500000,         \
+        5000000, 10000000, 30000000
+#define DLOCK_STATS_WAIT_BUCKETS 16
+
 /* What a client is doing and has been through, for monitoring: a snapshot filled by
  * dlock_client_stats(). Gauges say how things are now; counters only grow, from the
  * moment the client was made. docs/monitoring.md says which ones to alert on. */
@@ -159,6 +167,18 @@ typedef struct dlock_stats {
                                    because the release named another client's waiter (the
                                    hand-off: one waiter answers a release, not one in each
                                    process) */
+    /* counters (added after the ones above): how acquires and awaits of every primitive ended (the calls that
+     * count in `waits`: a try with no wait included), and how long those that got the object
+     * waited. A composite's member calls count on the member's client. */
+    uint64_t acquire_failures[DLOCK_STATS_CODES]; /* [-code]: the ones that ended with that
+                                   DLOCK_E* code ([3]: DLOCK_ETIMEDOUT, a try that found the
+                                   object busy included; [9]: DLOCK_ECANCELED); [0]: a code
+                                   past the array */
+    uint64_t acquire_wait_buckets[DLOCK_STATS_WAIT_BUCKETS]; /* the ones that got the object,
+                                   by their wait from first attempt to result: [i] waited more
+                                   than bound i-1 and at most bound i of
+                                   DLOCK_STATS_WAIT_BOUNDS_US; the last, more than them all */
+    uint64_t acquire_wait_sum_us; /* the sum of those waits, in microseconds */
 } dlock_stats;
 
 /* Readies *s for dlock_client_stats(): zeroes it and sets s->size. No I/O; any thread.
@@ -178,15 +198,18 @@ DLOCK_EXTERN int dlock_client_stats(dlock_client *c, dlock_stats *out);
 /* One label of dlock_client_stats_prometheus()'s samples: name="value" (e.g. the service's
  * name), both NUL-terminated and owned by the caller. */
 typedef struct dlock_metric_label {
-    const char *name;  /* [a-zA-Z_][a-zA-Z0-9_]*, not starting with "__" (Prometheus's own) */
+    const char *name;  /* [a-zA-Z_][a-zA-Z0-9_]*, not "__..." (Prometheus's), "le" or "code" */
     const char *value; /* any text: \\, " and newline are escaped as the format wants */
 } dlock_metric_label;
 
 /* Writes c's stats (dlock_client_stats) into buf in Prometheus's text exposition format,
  * version 0.0.4, for the application's own /metrics (serve it as Content-Type
  * "text/plain; version=0.0.4"): every metric named dlock_..., with its # HELP and # TYPE
- * lines; counters end in _total, renewal_lag_max_ms is dlock_renewal_lag_max_seconds.
- * Every sample carries the nlabels labels (none: labels may be NULL), in their order.
+ * lines; counters end in _total, renewal_lag_max_ms is dlock_renewal_lag_max_seconds,
+ * acquire_failures is dlock_acquire_failures_total{code="DLOCK_E..."} (a sample per code),
+ * the wait buckets the histogram dlock_acquire_wait_seconds (_bucket{le=...}, _sum, _count).
+ * Every sample carries the nlabels labels (none: labels may be NULL), in their order, then
+ * its own code= or le=.
  * docs/monitoring.md shows the output. Cheap (a dlock_client_stats() and some formatting; no
  * allocation, no lock, no I/O): any thread, the loop thread and dlock callbacks included.
  * The caller owns labels and buf; nothing is kept after the call.
@@ -196,13 +219,13 @@ typedef struct dlock_metric_label {
  *     NUL), and the call returns DLOCK_OK;
  *   - it does not fit: buf[0] = '\0' (when size > 0; nothing else is written), *len = the
  *     length it needs without the NUL (so size = *len + 1 fits this snapshot; allow some
- *     slack, a counter may gain a digit by the next call: 4096 bytes hold it with short
- *     labels), and the call returns DLOCK_ENOSPC. buf NULL with size 0 only measures.
+ *     slack, a counter may gain a digit by the next call: 8192 bytes hold it with a short
+ *     label), and the call returns DLOCK_ENOSPC. buf NULL with size 0 only measures.
  *
  * Returns: DLOCK_OK; DLOCK_ENOSPC (buf too small, above); DLOCK_EINVAL (NULL c or len; NULL
  * buf with size > 0; NULL labels with nlabels > 0; a NULL name or value; a label name not
- * [a-zA-Z_][a-zA-Z0-9_]*, starting with "__", or given twice): then neither buf nor *len
- * is touched. */
+ * [a-zA-Z_][a-zA-Z0-9_]*, starting with "__", given twice, or "le" or "code", dlock's
+ * own): then neither buf nor *len is touched. */
 DLOCK_EXTERN int dlock_client_stats_prometheus(dlock_client *c, const dlock_metric_label *labels,
                                                size_t nlabels, char *buf, size_t size,
                                                size_t *len);

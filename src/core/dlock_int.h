@@ -457,6 +457,7 @@ struct dlock__waiter {
     const dlock__wait_ops *ops;
     dlock_client *client;
     int64_t deadline_ms; /* monotonic; INT64_MAX: no deadline */
+    int64_t started_us;  /* monotonic: the wait's start, for dlock_stats' wait histogram */
     /* the engine's state */
     const char *channel;      /* the primitive's string; must live as long as the wait */
     const char *turn_channel; /* likewise, or NULL (dlock__wait_start_on) */

@@ -26,6 +26,25 @@ void dlock__stat_renewal(dlock_client *c, int64_t lag_ms, int64_t late_ms) {
         dlock__stat_add(c, DLOCK__STAT_RENEWALS_LATE, 1);
 }
 
+static const int64_t wait_bounds_us[] = {DLOCK_STATS_WAIT_BOUNDS_US};
+_Static_assert(sizeof(wait_bounds_us) / sizeof(wait_bounds_us[0]) + 1 == DLOCK_STATS_WAIT_BUCKETS,
+               "one bucket per bound and one past them");
+
+/* The loop thread, once per wait: a handful of comparisons and two relaxed adds, beside the
+ * two round trips of the cheapest acquire (docs/monitoring.md gives the measured cost). */
+void dlock__stat_wait_ended(dlock_client *c, int status, int64_t waited_us) {
+    if (status != DLOCK_OK) {
+        int slot = status < 0 && status > -DLOCK_STATS_CODES ? -status : 0;
+        dlock__stat_add(c, (enum dlock__stat)(DLOCK__STAT_ACQUIRE_FAILURES + slot), 1);
+        return;
+    }
+    size_t bucket = 0;
+    while (bucket < DLOCK_STATS_WAIT_BUCKETS - 1 && waited_us > wait_bounds_us[bucket])
+        bucket++;
+    dlock__stat_add(c, (enum dlock__stat)(DLOCK__STAT_ACQUIRE_WAIT_BUCKETS + bucket), 1);
+    dlock__stat_add(c, DLOCK__STAT_ACQUIRE_WAIT_SUM_US, waited_us > 0 ? waited_us : 0);
+}
+
 void dlock_stats_init(dlock_stats *s) {
     if (!s)
         return;
@@ -57,6 +76,13 @@ int dlock_client_stats(dlock_client *c, dlock_stats *out) {
     s.messages = (uint64_t)stat_of(c, DLOCK__STAT_MESSAGES);
     s.wakes = (uint64_t)stat_of(c, DLOCK__STAT_WAKES);
     s.wakes_spared = (uint64_t)stat_of(c, DLOCK__STAT_WAKES_SPARED);
+    for (int i = 0; i < DLOCK_STATS_CODES; i++)
+        s.acquire_failures[i] =
+            (uint64_t)stat_of(c, (enum dlock__stat)(DLOCK__STAT_ACQUIRE_FAILURES + i));
+    for (int i = 0; i < DLOCK_STATS_WAIT_BUCKETS; i++)
+        s.acquire_wait_buckets[i] =
+            (uint64_t)stat_of(c, (enum dlock__stat)(DLOCK__STAT_ACQUIRE_WAIT_BUCKETS + i));
+    s.acquire_wait_sum_us = (uint64_t)stat_of(c, DLOCK__STAT_ACQUIRE_WAIT_SUM_US);
     memcpy((char *)out + sizeof(out->size), (const char *)&s + sizeof(s.size),
            out->size - sizeof(out->size));
     return DLOCK_OK;

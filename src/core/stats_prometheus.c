@@ -2,10 +2,11 @@
 /* stats_prometheus.c — dlock_client_stats() written in Prometheus's text exposition format
  * (version 0.0.4), for an application that serves its own /metrics.
  *
- * One table below names every metric: its name, its type and where its value sits in a
- * dlock_stats. The text is made from one snapshot in two passes, the first only counting, so
- * that a buffer too small is found before a byte of it is written: what the caller gets is
- * the whole exposition or an empty string, never a cut one that a scraper would read as a
+ * A table names each single-sample metric: its name, its type and where its value sits in a
+ * dlock_stats; the two families with more samples follow it (the failures by code, the
+ * acquire-wait histogram). The text is made from one snapshot in two passes, the first only
+ * counting, so that a buffer too small is found before a byte of it is written: what the caller
+ * gets is the whole exposition or an empty string, never a cut one that a scraper would read as a
  * client with fewer metrics. No allocation, no lock, no I/O: callable from any thread, as
  * dlock_client_stats() is. */
 #include <inttypes.h>
@@ -98,20 +99,50 @@ static void put_label_value(text_out *t, const char *v) {
     }
 }
 
-/* {name="value",...}, or nothing without labels. */
-static void put_labels(text_out *t, const dlock_metric_label *labels, size_t nlabels) {
-    if (nlabels == 0)
+/* {name="value",...} with the caller's labels and then extra_name="extra_value" (when
+ * extra_name is not NULL); nothing when there are none. */
+static void put_labels(text_out *t, const dlock_metric_label *labels, size_t nlabels,
+                       const char *extra_name, const char *extra_value) {
+    if (nlabels == 0 && !extra_name)
         return;
     put(t, "{");
-    for (size_t i = 0; i < nlabels; i++) {
+    for (size_t i = 0; i <= nlabels; i++) {
+        const char *name = i < nlabels ? labels[i].name : extra_name;
+        if (!name)
+            break;
         if (i > 0)
             put(t, ",");
-        put(t, labels[i].name); /* checked: [a-zA-Z_][a-zA-Z0-9_]*, nothing to escape */
+        put(t, name); /* checked: [a-zA-Z_][a-zA-Z0-9_]*, nothing to escape */
         put(t, "=\"");
-        put_label_value(t, labels[i].value);
+        put_label_value(t, i < nlabels ? labels[i].value : extra_value);
         put(t, "\"");
     }
     put(t, "}");
+}
+
+/* us as exact decimal seconds, without trailing zeros: no float rounding (12 ms is "0.012",
+ * never 0.0119999). */
+static void put_us_as_seconds(text_out *t, int64_t us) {
+    uint64_t magnitude = us < 0 ? (uint64_t)0 - (uint64_t)us : (uint64_t)us;
+    char fraction[8];
+    snprintf(fraction, sizeof(fraction), "%06" PRIu64, magnitude % 1000000);
+    size_t n = strlen(fraction);
+    while (n > 0 && fraction[n - 1] == '0')
+        fraction[--n] = '\0';
+    put_format(t, "%s%" PRIu64 "%s%s", us < 0 ? "-" : "", magnitude / 1000000, n ? "." : "",
+               fraction);
+}
+
+static void put_family_head(text_out *t, const char *name, const char *type, const char *help) {
+    put(t, "# HELP ");
+    put(t, name);
+    put(t, " ");
+    put(t, help);
+    put(t, "\n# TYPE ");
+    put(t, name);
+    put(t, " ");
+    put(t, type);
+    put(t, "\n");
 }
 
 static void put_value(text_out *t, const metric *m, const dlock_stats *s) {
@@ -124,32 +155,79 @@ static void put_value(text_out *t, const metric *m, const dlock_stats *s) {
     }
     int64_t v;
     memcpy(&v, field, sizeof(v));
-    if (m->kind == GAUGE) {
+    if (m->kind == GAUGE)
         put_format(t, "%" PRId64, v);
-        return;
+    else
+        put_us_as_seconds(t, v * 1000);
+}
+
+/* dlock_acquire_failures_total{code="DLOCK_E..."}, one sample per code dlock knows (0 too:
+ * a series that appears only at its first failure hides that failure from increase()). */
+static void put_acquire_failures(text_out *t, const dlock_stats *s,
+                                 const dlock_metric_label *labels, size_t nlabels) {
+    const char *name = "dlock_acquire_failures_total";
+    put_family_head(t, name, "counter",
+                    "Acquires and awaits that ended with an error, by its code (a try that found "
+                    "the object busy is DLOCK_ETIMEDOUT).");
+    for (int slot = 1; slot < DLOCK_STATS_CODES; slot++) {
+        const char *code = dlock_err_name(-slot);
+        if (strcmp(code, "DLOCK_UNKNOWN") == 0)
+            continue;
+        put(t, name);
+        put_labels(t, labels, nlabels, "code", code);
+        put_format(t, " %" PRIu64 "\n", s->acquire_failures[slot]);
     }
-    /* ms as exact decimal seconds: no float rounding (12 ms is "0.012", never 0.0119999) */
-    uint64_t magnitude = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    put_format(t, "%s%" PRIu64 ".%03" PRIu64, v < 0 ? "-" : "", magnitude / 1000, magnitude % 1000);
+    if (s->acquire_failures[0] > 0) {
+        put(t, name);
+        put_labels(t, labels, nlabels, "code", "other");
+        put_format(t, " %" PRIu64 "\n", s->acquire_failures[0]);
+    }
+}
+
+/* dlock_acquire_wait_seconds: a histogram, its buckets cumulative as the format wants. */
+static void put_acquire_wait(text_out *t, const dlock_stats *s, const dlock_metric_label *labels,
+                             size_t nlabels) {
+    static const int64_t bounds_us[] = {DLOCK_STATS_WAIT_BOUNDS_US};
+    put_family_head(t, "dlock_acquire_wait_seconds", "histogram",
+                    "How long acquires and awaits that got the object waited, from the first "
+                    "attempt to the result.");
+    uint64_t cumulative = 0;
+    for (size_t i = 0; i < DLOCK_STATS_WAIT_BUCKETS; i++) {
+        cumulative += s->acquire_wait_buckets[i];
+        char le[32];
+        text_out le_text = {.buf = le, .size = sizeof(le)};
+        if (i < DLOCK_STATS_WAIT_BUCKETS - 1)
+            put_us_as_seconds(&le_text, bounds_us[i]);
+        else
+            put(&le_text, "+Inf");
+        le[le_text.len] = '\0';
+        put(t, "dlock_acquire_wait_seconds_bucket");
+        put_labels(t, labels, nlabels, "le", le);
+        put_format(t, " %" PRIu64 "\n", cumulative);
+    }
+    put(t, "dlock_acquire_wait_seconds_sum");
+    put_labels(t, labels, nlabels, NULL, NULL);
+    put(t, " ");
+    put_us_as_seconds(t, (int64_t)s->acquire_wait_sum_us);
+    put(t, "\n");
+    put(t, "dlock_acquire_wait_seconds_count");
+    put_labels(t, labels, nlabels, NULL, NULL);
+    put_format(t, " %" PRIu64 "\n", cumulative);
 }
 
 static void write_exposition(text_out *t, const dlock_stats *s, const dlock_metric_label *labels,
                              size_t nlabels) {
     for (size_t i = 0; i < sizeof(metrics) / sizeof(metrics[0]); i++) {
         const metric *m = &metrics[i];
-        put(t, "# HELP ");
+        put_family_head(t, m->name, m->kind == COUNTER ? "counter" : "gauge", m->help);
         put(t, m->name);
-        put(t, " ");
-        put(t, m->help);
-        put(t, "\n# TYPE ");
-        put(t, m->name);
-        put(t, m->kind == COUNTER ? " counter\n" : " gauge\n");
-        put(t, m->name);
-        put_labels(t, labels, nlabels);
+        put_labels(t, labels, nlabels, NULL, NULL);
         put(t, " ");
         put_value(t, m, s);
         put(t, "\n");
     }
+    put_acquire_failures(t, s, labels, nlabels);
+    put_acquire_wait(t, s, labels, nlabels);
 }
 
 static bool is_name_start(char ch) {
@@ -178,6 +256,11 @@ static int check_labels(const dlock_metric_label *labels, size_t nlabels) {
         if (name[0] == '_' && name[1] == '_')
             return dlock__fail(DLOCK_EINVAL,
                                "prometheus: label name \"%.64s\" starts with __ (reserved)", name);
+        if (strcmp(name, "le") == 0 || strcmp(name, "code") == 0)
+            return dlock__fail(DLOCK_EINVAL,
+                               "prometheus: label name \"%s\" is dlock's own (the histogram's "
+                               "bucket, the failure's code)",
+                               name);
         for (size_t j = 0; j < i; j++)
             if (strcmp(labels[j].name, name) == 0)
                 return dlock__fail(DLOCK_EINVAL, "prometheus: label name \"%.64s\" given twice",

@@ -486,6 +486,7 @@ static void finish(dlock__waiter *w, int status) {
     leave(w);
     w->state = W_DONE;
     dlock__stat_add(w->client, DLOCK__STAT_WAITS, -1);
+    dlock__stat_wait_ended(w->client, status, dlock__now_us() - w->started_us);
     w->ops->done(w, status);
 }
 
@@ -502,6 +503,7 @@ void dlock__wait_start_on(dlock__waiter *w, dlock__handle *h, const dlock__wait_
     w->channel = channel;
     w->turn_channel = channel ? turn_channel : NULL;
     w->deadline_ms = dlock__deadline_ms(wait_ms);
+    w->started_us = dlock__now_us();
     dlock__timer_init(&w->timer, on_timer, w);
     if (!channel)
         no_channel_link(w);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* test_stats_prometheus.c — dlock_client_stats_prometheus(): its text passes a strict parser
  * of Prometheus's text exposition format 0.0.4 (a HELP and a TYPE before every sample,
- * counters named _total, numbers for values, label values escaped) and says what
- * dlock_client_stats() says after some work (a waiter woken, a lease lost, reconnects); label
+ * counters named _total, a histogram's buckets cumulative up to le="+Inf" = _count, numbers
+ * for values, label values escaped) and says what dlock_client_stats() says after some work
+ * (a waiter woken, a lease lost, reconnects, a try that timed out, acquires' waits); label
  * values are escaped; a buffer too small gets DLOCK_ENOSPC, the size it needs and an empty
  * string; a bad label name or a NULL argument is DLOCK_EINVAL and writes nothing. */
 #include <setjmp.h>
@@ -26,7 +27,7 @@
 #define BUDGET_S 60
 #define WATCHDOG_MS 3000
 #define TEXT_SIZE 8192
-#define MAX_SAMPLES 64
+#define MAX_SAMPLES 128
 #define MAX_LABELS 4
 #define MAX_FAMILIES 64
 
@@ -34,6 +35,7 @@
 
 typedef struct sample {
     char name[128];
+    char family[128]; /* the name, or a histogram's name for its _bucket, _sum, _count */
     size_t nlabels;
     char label_name[MAX_LABELS][64];
     char label_value[MAX_LABELS][128]; /* unescaped */
@@ -74,6 +76,22 @@ static bool read_name(const char **p, char *out, size_t size, bool metric) {
 static bool ends_with(const char *s, const char *suffix) {
     size_t n = strlen(s), m = strlen(suffix);
     return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* The histogram family that name (NAME_bucket, NAME_sum, NAME_count) is a sample of, if
+ * one has been typed. */
+static family *histogram_of(exposition *e, const char *name) {
+    static const char *const suffixes[] = {"_bucket", "_sum", "_count"};
+    for (size_t i = 0; i < e->nfamilies; i++) {
+        family *f = &e->families[i];
+        size_t n = strlen(f->name);
+        if (strcmp(f->type, "histogram") != 0 || strncmp(name, f->name, n) != 0)
+            continue;
+        for (size_t k = 0; k < 3; k++)
+            if (strcmp(name + n, suffixes[k]) == 0)
+                return f;
+    }
+    return NULL;
 }
 
 static family *family_of(exposition *e, const char *name) {
@@ -122,9 +140,12 @@ static void parse_sample(exposition *e, const char *line) {
     const char *p = line;
     if (!read_name(&p, s->name, sizeof(s->name), true))
         fail_msg("a sample line without a metric name: %s", line);
-    family *f = family_of(e, s->name);
+    family *f = histogram_of(e, s->name);
+    if (!f)
+        f = family_of(e, s->name);
     if (!f->has_help || !f->type[0])
         fail_msg("sample %s without a HELP and a TYPE line before it", s->name);
+    snprintf(s->family, sizeof(s->family), "%s", f->name);
     if (strcmp(f->type, "counter") == 0 && !ends_with(s->name, "_total"))
         fail_msg("counter %s does not end in _total", s->name);
     if (strncmp(s->name, "dlock_", 6) != 0)
@@ -165,7 +186,7 @@ static void parse_comment(exposition *e, const char *line) {
         fail_msg("a HELP or TYPE line without a metric name: %s", line);
     family *f = family_of(e, name);
     for (size_t i = 0; i < e->nsamples; i++)
-        if (strcmp(e->samples[i].name, name) == 0)
+        if (strcmp(e->samples[i].family, name) == 0)
             fail_msg("the HELP or TYPE of %s after its samples", name);
     if (help) {
         if (f->has_help)
@@ -178,10 +199,12 @@ static void parse_comment(exposition *e, const char *line) {
     }
     if (f->type[0])
         fail_msg("two TYPE lines for %s", name);
-    if (strcmp(p, "counter") != 0 && strcmp(p, "gauge") != 0)
-        fail_msg("TYPE of %s is \"%s\", expected counter or gauge", name, p);
+    if (strcmp(p, "counter") != 0 && strcmp(p, "gauge") != 0 && strcmp(p, "histogram") != 0)
+        fail_msg("TYPE of %s is \"%s\", expected counter, gauge or histogram", name, p);
     snprintf(f->type, sizeof(f->type), "%s", p);
 }
+
+static void check_histograms(const exposition *e);
 
 /* Parses text (which must end with a newline) into e, failing the test at the first line the
  * format does not allow. */
@@ -207,20 +230,78 @@ static void parse_exposition(const char *text, exposition *e) {
             parse_sample(e, line);
         line_start = nl + 1;
     }
+    check_histograms(e);
 }
 
-static const sample *sample_named(const exposition *e, const char *name) {
-    for (size_t i = 0; i < e->nsamples; i++)
-        if (strcmp(e->samples[i].name, name) == 0)
-            return &e->samples[i];
-    fail_msg("no sample %s", name);
+static const char *label_of(const sample *s, const char *name) {
+    for (size_t i = 0; i < s->nlabels; i++)
+        if (strcmp(s->label_name[i], name) == 0)
+            return s->label_value[i];
     return NULL;
 }
 
-static void assert_sample(const exposition *e, const char *name, double want) {
-    const sample *s = sample_named(e, name);
+/* A histogram's samples: every _bucket has an le, the bounds grow up to "+Inf", the counts
+ * never fall, and _count equals the +Inf bucket; _sum is there. (dlock writes one label
+ * set, so one series per histogram.) */
+static void check_histograms(const exposition *e) {
+    for (size_t f = 0; f < e->nfamilies; f++) {
+        const family *fam = &e->families[f];
+        if (strcmp(fam->type, "histogram") != 0)
+            continue;
+        char bucket[160], sum[160], count[160];
+        snprintf(bucket, sizeof(bucket), "%s_bucket", fam->name);
+        snprintf(sum, sizeof(sum), "%s_sum", fam->name);
+        snprintf(count, sizeof(count), "%s_count", fam->name);
+        double last_le = -1, last_count = 0, count_value = -1;
+        bool inf_seen = false, sum_seen = false;
+        for (size_t i = 0; i < e->nsamples; i++) {
+            const sample *s = &e->samples[i];
+            if (strcmp(s->name, bucket) == 0) {
+                const char *le = label_of(s, "le");
+                if (!le || inf_seen)
+                    fail_msg("%s: a bucket without le, or after le=\"+Inf\"", fam->name);
+                char *end = NULL;
+                double bound =
+                    strcmp(le, "+Inf") == 0 ? (inf_seen = true, 1e300) : strtod(le, &end);
+                if (!inf_seen && (end == le || *end != '\0'))
+                    fail_msg("%s: le=\"%s\" is not a number", fam->name, le);
+                if (bound <= last_le || s->value < last_count)
+                    fail_msg("%s: bucket le=\"%s\" out of order or not cumulative", fam->name, le);
+                last_le = bound;
+                last_count = s->value;
+            } else if (strcmp(s->name, sum) == 0) {
+                sum_seen = true;
+            } else if (strcmp(s->name, count) == 0) {
+                count_value = s->value;
+            }
+        }
+        if (!inf_seen || !sum_seen || count_value != last_count)
+            fail_msg("%s: no +Inf bucket, no _sum, or _count %g != the +Inf bucket %g", fam->name,
+                     count_value, last_count);
+    }
+}
+
+/* The sample named name whose label label_name is label_value (label_name NULL: any). */
+static const sample *sample_with(const exposition *e, const char *name, const char *label_name,
+                                 const char *label_value) {
+    for (size_t i = 0; i < e->nsamples; i++) {
+        const sample *s = &e->samples[i];
+        const char *v = label_name ? label_of(s, label_name) : NULL;
+        if (strcmp(s->name, name) == 0 && (!label_name || (v && strcmp(v, label_value) == 0)))
+            return s;
+    }
+    fail_msg("no sample %s{%s=\"%s\"}", name, label_name ? label_name : "",
+             label_value ? label_value : "");
+    return NULL;
+}
+
+static void assert_value(const sample *s, double want) {
     if (s->value != want)
-        fail_msg("%s = %.17g, dlock_client_stats() says %.17g", name, s->value, want);
+        fail_msg("%s = %.17g, dlock_client_stats() says %.17g", s->name, s->value, want);
+}
+
+static void assert_sample(const exposition *e, const char *name, double want) {
+    assert_value(sample_with(e, name, NULL, NULL), want);
 }
 
 /* ---- the tests ---------------------------------------------------------------------------- */
@@ -264,9 +345,34 @@ static void assert_exposition_says(const exposition *e, const dlock_stats *s) {
     assert_sample(e, "dlock_messages_total", (double)s->messages);
     assert_sample(e, "dlock_wakes_total", (double)s->wakes);
     assert_sample(e, "dlock_wakes_spared_total", (double)s->wakes_spared);
-    /* one sample per family, and every one of them is checked above */
-    assert_int_equal(e->nsamples, 12);
-    assert_int_equal(e->nfamilies, 12);
+    size_t failure_samples = 0;
+    for (int slot = 1; slot < DLOCK_STATS_CODES; slot++) {
+        if (strcmp(dlock_err_name(-slot), "DLOCK_UNKNOWN") == 0)
+            continue;
+        failure_samples++;
+        assert_value(sample_with(e, "dlock_acquire_failures_total", "code", dlock_err_name(-slot)),
+                     (double)s->acquire_failures[slot]);
+    }
+    assert_int_equal(s->acquire_failures[0], 0); /* no code="other" sample then */
+    static const double bounds_us[] = {DLOCK_STATS_WAIT_BOUNDS_US};
+    uint64_t cumulative = 0;
+    for (size_t i = 0; i < DLOCK_STATS_WAIT_BUCKETS; i++) {
+        cumulative += s->acquire_wait_buckets[i];
+        char le[32];
+        if (i + 1 < DLOCK_STATS_WAIT_BUCKETS)
+            snprintf(le, sizeof(le), "%g", bounds_us[i] / 1e6);
+        else
+            snprintf(le, sizeof(le), "+Inf");
+        assert_value(sample_with(e, "dlock_acquire_wait_seconds_bucket", "le", le),
+                     (double)cumulative);
+    }
+    assert_value(sample_with(e, "dlock_acquire_wait_seconds_count", NULL, NULL),
+                 (double)cumulative);
+    assert_value(sample_with(e, "dlock_acquire_wait_seconds_sum", NULL, NULL),
+                 (double)s->acquire_wait_sum_us / 1e6);
+    /* every sample is one of those checked above */
+    assert_int_equal(e->nsamples, 12 + failure_samples + DLOCK_STATS_WAIT_BUCKETS + 2);
+    assert_int_equal(e->nfamilies, 14);
 }
 
 /* A lease renewed and then lost to a force release, a waiter woken by a message, both
@@ -293,6 +399,13 @@ static void test_exposition_parses_and_says_what_client_stats_says(void **state)
     ASSERT_OK(dlock_lock_force_release(forcer, &was_locked));
     assert_true(was_locked);
     POLL_STAT(c, leases_lost, v == 1);
+    /* a try on c against a lock another client holds: DLOCK_ETIMEDOUT, counted */
+    dlock_lock *held_elsewhere = NULL, *tried = NULL;
+    ASSERT_OK(dlock_lock_new(other, "prom.held", &held_elsewhere));
+    ASSERT_OK(dlock_lock_new(c, "prom.held", &tried));
+    ASSERT_OK(dlock_lock_acquire(held_elsewhere, 60000));
+    ASSERT_RC(dlock_lock_try_acquire(tried, 0, 60000), DLOCK_ETIMEDOUT);
+    ASSERT_OK(dlock_lock_release(held_elsewhere));
     assert_true(redis_fixture_client_kill_type(f, "normal") >= 2);
     POLL_STAT(c, reconnects, v == 2);
     ASSERT_OK(dlock_client_ping(c));
@@ -302,6 +415,12 @@ static void test_exposition_parses_and_says_what_client_stats_says(void **state)
     assert_true(before.messages >= 1);
     assert_true(before.wakes >= 1);
     assert_int_equal(before.leases_lost, 1);
+    assert_int_equal(before.acquire_failures[-DLOCK_ETIMEDOUT], 1);
+    uint64_t obtained = 0;
+    for (size_t i = 0; i < DLOCK_STATS_WAIT_BUCKETS; i++)
+        obtained += before.acquire_wait_buckets[i];
+    assert_int_equal(obtained, 2); /* the holder's acquire and the waiter's */
+    assert_true(before.acquire_wait_sum_us > 0);
     assert_int_equal(before.leases_held, 0);
     char text[TEXT_SIZE];
     size_t len = 0;
@@ -315,21 +434,24 @@ static void test_exposition_parses_and_says_what_client_stats_says(void **state)
     parse_exposition(text, e);
     assert_exposition_says(e, &after);
     for (size_t i = 0; i < e->nsamples; i++) {
-        assert_int_equal(e->samples[i].nlabels, 1);
+        assert_int_equal(e->samples[i].nlabels, 1 + (label_of(&e->samples[i], "code") != NULL) +
+                                                    (label_of(&e->samples[i], "le") != NULL));
         assert_string_equal(e->samples[i].label_name[0], "service");
         assert_string_equal(e->samples[i].label_value[0], "checkout");
     }
-    /* docs and header: 4096 bytes hold it with a short label, even when every one of the
-     * twelve values has grown to 20 digits */
-    assert_true(len + 12 * 20 < 4096);
+    /* docs and header: 8192 bytes hold it with a short label, even when every value has
+     * grown to 20 digits */
+    assert_true(len + e->nsamples * 20 < 8192);
 
     /* without labels: the same samples, no braces */
     ASSERT_OK(dlock_client_stats_prometheus(c, NULL, 0, text, sizeof(text), &len));
-    assert_null(strchr(text, '{'));
+    assert_null(strstr(text, "service"));
     parse_exposition(text, e);
     assert_exposition_says(e, &after);
 
     test_free(e);
+    dlock_lock_free(tried);
+    dlock_lock_free(held_elsewhere);
     dlock_lock_free(forcer);
     dlock_lock_free(l);
     dlock_client_free(other);
@@ -351,9 +473,9 @@ static void test_label_values_are_escaped(void **state) {
 
     exposition *e = test_calloc(1, sizeof(*e));
     parse_exposition(text, e);
-    assert_int_equal(e->nsamples, 12);
+    assert_true(e->nsamples > 12);
     for (size_t i = 0; i < e->nsamples; i++) {
-        assert_int_equal(e->samples[i].nlabels, 2);
+        assert_true(e->samples[i].nlabels >= 2); /* and code= or le= */
         assert_string_equal(e->samples[i].label_value[0], tricky);
         assert_string_equal(e->samples[i].label_name[1], "_zone9");
         assert_string_equal(e->samples[i].label_value[1], "");
@@ -413,7 +535,8 @@ static void test_bad_label_names_are_einval_and_write_nothing(void **state) {
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
     dlock_client *c = connect_client(f);
-    const char *bad_names[] = {"", "1st", "a-b", "a b", "__name__", "__", "caf\xc3\xa9", "a:b"};
+    const char *bad_names[] = {"",    "1st", "a-b", "a b", "__name__", "__", "caf\xc3\xa9",
+                               "a:b", "le",  "code"}; /* the last two: dlock's own labels */
     for (size_t i = 0; i < sizeof(bad_names) / sizeof(bad_names[0]); i++) {
         dlock_metric_label labels[] = {{"service", "ok"}, {bad_names[i], "v"}};
         assert_refused(c, labels, 2);
