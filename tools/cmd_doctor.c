@@ -37,6 +37,7 @@ static void print_help(void) {
            "  replicas          the master's replicas, WAIT, what sync_replicas will do\n"
            "  sentinels         (Sentinel) how many sentinels name the master; do they agree\n"
            "  cluster slots     (Cluster) all 16384 slots served; sharded pub/sub\n"
+           "  tls certificate   (TLS) when the server's certificate expires\n"
            "  clock             the server's clock against this machine's\n"
            "  round trip        p50/p99 of PING\n"
            "  script cache      dlock's scripts cached\n"

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* doctor_server.c — `dlock doctor`'s checks of what the server says of itself: its version,
  * its eviction policy, what a restart loses, its replicas and WAIT, a Cluster's slots and
- * sharded pub/sub, its clock against ours, the round trip and the script cache.
+ * sharded pub/sub, its TLS certificate's expiry, its clock against ours, the round trip and
+ * the script cache.
  *
  * Everything is read with INFO (one call: the server, memory, persistence and replication
  * sections), CONFIG GET, ROLE, WAIT 0 (no replica asked for: answers at once), CLUSTER
@@ -253,6 +254,51 @@ static void check_cluster(doctor_report *r) {
     redis_lib_reply_free(n);
 }
 
+/* ---- TLS -------------------------------------------------------------------------------- */
+
+#define CERT_WARN_DAYS 30 /* time enough to renew a certificate without a rush */
+
+typedef struct tls_op {
+    dlock__op op;
+    int64_t seconds_left;
+} tls_op;
+
+static void tls_start(dlock__op *op) {
+    tls_op *ask = DLOCK__CONTAINER_OF(op, tls_op, op);
+    int rc = dlock__client_tls_seconds_left(op->client, &ask->seconds_left);
+    dlock__op_complete(op, rc == DLOCK_OK ? rc : dlock__op_fail(op, rc, "%s", dlock_last_error()));
+}
+
+static void check_tls(doctor_report *r) {
+    tls_op ask;
+    memset(&ask, 0, sizeof(ask));
+    dlock__op_init(&ask.op, r->c, tls_start);
+    int rc = dlock__op_run(&ask.op);
+    if (rc == DLOCK_EINVAL)
+        return; /* no TLS: nothing to expire */
+    if (rc != DLOCK_OK) {
+        doctor_add(r, "tls certificate", DOCTOR_WARN, NULL, "not checked: %s", dlock_last_error());
+        return;
+    }
+    time_t until = time(NULL) + (time_t)ask.seconds_left;
+    struct tm tm;
+    char date[32] = "?";
+    if (gmtime_r(&until, &tm))
+        strftime(date, sizeof(date), "%Y-%m-%d %H:%M UTC", &tm);
+    int64_t days = ask.seconds_left / 86400;
+    const char *fix = "renew the server's certificate: once it expires, clients that verify it "
+                      "refuse to connect";
+    if (ask.seconds_left <= 0)
+        doctor_add(r, "tls certificate", DOCTOR_FAIL, fix,
+                   "the server's certificate expired on %s (this client does not verify it)", date);
+    else if (days < CERT_WARN_DAYS)
+        doctor_add(r, "tls certificate", DOCTOR_WARN, fix,
+                   "the server's certificate expires in %" PRId64 " day(s), on %s", days, date);
+    else
+        doctor_add(r, "tls certificate", DOCTOR_OK, NULL,
+                   "the server's certificate expires in %" PRId64 " days, on %s", days, date);
+}
+
 /* ---- clock, round trips, scripts -------------------------------------------------------- */
 
 static int64_t wall_us(void) {
@@ -361,6 +407,8 @@ void doctor_check_server(doctor_report *r) {
     check_replicas(r, text);
     if (sharded)
         check_cluster(r);
+    if (!sharded) /* a Cluster client keeps a connection per node, none to ask alone */
+        check_tls(r);
     check_clock(r);
     check_round_trip(r);
     check_script_cache(r, text);

@@ -56,6 +56,15 @@ bool dlock__client_channels_sharded(const dlock_client *c) {
     return c->cluster != NULL;
 }
 
+int dlock__client_tls_seconds_left(dlock_client *c, int64_t *out) {
+    if (!c->endpoint.tls)
+        return dlock__fail(DLOCK_EINVAL, "not a TLS URL");
+    void *session = dlock__sock_tls_session(c->conn.link.sock);
+    if (!session || !dlock__tls_peer_seconds_left(session, out))
+        return dlock__fail(DLOCK_ECONN, "the command connection has no TLS session up");
+    return DLOCK_OK;
+}
+
 int dlock__client_sentinel_survey(dlock_client *c, dlock__sentinel_survey_fn done, void *arg) {
     if (!c->sentinel)
         return dlock__fail(DLOCK_EINVAL, "not a Sentinel URL: no sentinels to ask");

@@ -103,6 +103,9 @@ void dlock__tls_failure(void *session, int ssl_error, int sys_errno, bool in_han
                         size_t size);
 /* How many bytes the server has sent on session so far (TLS records or not). */
 size_t dlock__tls_heard(void *session);
+/* Seconds until the certificate the server presented on session stops being valid (its
+ * notAfter; negative: expired); false when it presented none (no handshake yet). */
+bool dlock__tls_peer_seconds_left(void *session, int64_t *out);
 /* The words for a server at where (host:port) found to answer in plain text (answer: the
  * start of what it said, may be ""). */
 void dlock__tls_plain_text_text(const char *where, const char *answer, char *buf, size_t size);
@@ -127,6 +130,8 @@ dlock__sock *dlock__sock_open(dlock__loop *loop, const dlock__endpoint *ep, dloc
 /* Appends to the output buffer (sent once open and writable). DLOCK_OK or DLOCK_ENOMEM. */
 int dlock__sock_write(dlock__sock *s, const char *buf, size_t len);
 void dlock__sock_close(dlock__sock *s); /* NULL: no-op */
+/* The TLS session of s (dlock__tls_*), or NULL: plain, or s NULL. */
+void *dlock__sock_tls_session(const dlock__sock *s);
 
 /* ---- the scheduler (sched.c) ------------------------------------------------------------ */
 

@@ -123,6 +123,10 @@ typedef void (*dlock__sentinel_survey_fn)(dlock_client *c, const dlock__sentinel
  * 0: out of memory). The client itself goes on as before. DLOCK_EINVAL when the client has
  * no sentinels or a survey already runs; DLOCK_ECLOSED, DLOCK_ENOMEM. Loop thread only. */
 int dlock__client_sentinel_survey(dlock_client *c, dlock__sentinel_survey_fn done, void *arg);
+/* Seconds until the certificate the server presented on the command connection expires
+ * (negative: expired), for the tool's report. DLOCK_EINVAL on a URL without TLS, DLOCK_ECONN
+ * when no TLS session is up (in a Cluster: the client keeps no single one). Loop thread. */
+int dlock__client_tls_seconds_left(dlock_client *c, int64_t *out);
 /* A line for the application's log_cb (log.c); nothing when it set none. Any layer. */
 void dlock__log(dlock_client *c, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -628,6 +628,10 @@ static void sock_free(dlock__sock *s) {
     dlock__free(s);
 }
 
+void *dlock__sock_tls_session(const dlock__sock *s) {
+    return s ? s->ssl : NULL;
+}
+
 void dlock__sock_close(dlock__sock *s) {
     if (!s)
         return;

@@ -278,6 +278,18 @@ bool dlock__tls_has_client_cert(const dlock__tls *tls) {
     return tls->has_client_cert;
 }
 
+bool dlock__tls_peer_seconds_left(void *session, int64_t *out) {
+    X509 *cert = SSL_get1_peer_certificate(session);
+    if (!cert)
+        return false;
+    int days = 0, seconds = 0;
+    bool ok = ASN1_TIME_diff(&days, &seconds, NULL, X509_get0_notAfter(cert)) == 1;
+    X509_free(cert);
+    if (ok)
+        *out = (int64_t)days * 86400 + seconds;
+    return ok;
+}
+
 size_t dlock__tls_heard(void *session) {
     const bio_state *state = BIO_get_data(SSL_get_rbio(session));
     return state ? state->received : 0;

@@ -4,11 +4,13 @@
  * of the documented rule (scripts/acl-rule.py) missing in turn, naming what is missing; the
  * run writes nothing (dirty counter, DBSIZE, no command flagged "write" ran); on a Cluster
  * every slot is served and sharded pub/sub is checked; under Sentinel the sentinels agree on
- * the master (ok), one is down (warn), one names another server (fail).
+ * the master (ok), one is down (warn), one names another server (fail); over TLS the server's
+ * certificate's expiry is read (the fixture's is valid 2 days: a warning).
  * Helpers: tests/support/cli_helpers.h. Every test starts its own servers. */
 #include "cli_helpers.h"
 #include "cluster_fixture.h"
 #include "sentinel_fixture.h"
+#include "tls_fixture.h"
 #include "topology_util.h"
 
 #define USER "doctored"
@@ -42,6 +44,7 @@ static void test_doctor_healthy_server_exits_0_with_ok_and_warn_only(void **stat
     ASSERT_CONTAINS(r.out, "warn  persistence            none"); /* the fixture saves nothing */
     ASSERT_CONTAINS(r.out, "ok    acl: lock scripts");
     ASSERT_CONTAINS(r.out, "round trip             p50 ");
+    assert_null(strstr(r.out, "tls certificate")); /* no TLS, nothing to expire */
     cli_result_free(&r);
 
     r = DLOCK_CLI_RUN(f, 30000, "doctor", "--json", redis_fixture_unix_url(f));
@@ -280,6 +283,24 @@ static void test_doctor_cluster_slots_served_and_sharded_pubsub_checked(void **s
     cluster_fixture_stop(fx);
 }
 
+/* ---- TLS ------------------------------------------------------------------------------------- */
+
+static void test_doctor_tls_reads_when_the_certificate_expires(void **state) {
+    (void)state;
+    REQUIRE_CLI();
+    test_watchdog_arm(BUDGET_S, __func__);
+    tls_fixture_opts o = {.client_certs = TLS_FIXTURE_CLIENT_CERT_NONE};
+    tls_fixture *t = NULL;
+    assert_int_equal(tls_fixture_start(&o, &t), 0);
+    cli_result r = DLOCK_CLI_RUN(NULL, 30000, "doctor", tls_fixture_url(t));
+    ASSERT_STATUS(r, 0); /* a warning only */
+    ASSERT_CONTAINS(r.out, "warn  tls certificate        the server's certificate expires in ");
+    ASSERT_CONTAINS(r.out, " day(s), on 20");
+    ASSERT_CONTAINS(r.out, "-> renew the server's certificate");
+    cli_result_free(&r);
+    tls_fixture_stop(t);
+}
+
 /* ---- Sentinel ------------------------------------------------------------------------------ */
 
 static void test_doctor_sentinels_agree_then_one_down_then_one_disagrees(void **state) {
@@ -343,6 +364,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_doctor_writes_nothing, kill_spawned),
         cmocka_unit_test_teardown(test_doctor_cluster_slots_served_and_sharded_pubsub_checked,
                                   kill_spawned),
+        cmocka_unit_test_teardown(test_doctor_tls_reads_when_the_certificate_expires, kill_spawned),
         cmocka_unit_test_teardown(test_doctor_sentinels_agree_then_one_down_then_one_disagrees,
                                   kill_spawned),
     };
