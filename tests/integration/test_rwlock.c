@@ -314,7 +314,9 @@ static void test_writer_that_gives_up_lets_the_readers_it_held_back_in_at_once(v
     dlock_client *w = connect_client_cfg(f, (test_client_cfg){.fair_wait_ms = 3 * TEST_SLOW_MS});
     dlock_rwlock *ra = new_rw(a, "gives-up"), *rw = new_rw(w, "gives-up"),
                  *rn = new_rw(n, "gives-up");
-    ASSERT_RC(dlock_lock_acquire(READ(ra), 30000), DLOCK_OK);
+    /* held until released (the watchdog renews it): a fixed lease could run out within the
+     * writer's wait, which the slack of a valgrind run makes 30 s */
+    ASSERT_RC(dlock_lock_acquire(READ(ra), DLOCK_WATCHDOG), DLOCK_OK);
     /* outlasts the start of the reader on a loaded machine */
     attempt wr = {.l = WRITE(rw), .wait_ms = slack_ms(1500), .lease_ms = 30000};
     pthread_t tw = start_and_let_it_sleep(f, "redisson_rwlock:{gives-up}", 1, &wr);
