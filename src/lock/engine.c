@@ -2,8 +2,8 @@
 /* engine.c — the lock engine's foundation (engine.h): the state shared by every handle of
  * one name, the holds of each owner, the owner's turn, and the life of an op. The calls
  * themselves are in engine_acquire.c, engine_release.c and engine_query.c; the ordinary
- * handle they serve is assembled in ordinary.c, which stands on this file: it calls no
- * file of src/lock but engine_acquire.c (the wait's hooks). */
+ * handle they serve is assembled in ordinary.c. This file is their ground: it calls no
+ * other file of src/lock (the wait's hooks are engine_acquire.c's own). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,13 +36,9 @@ static void on_lease_lost(dlock__lease *lease, void *owner_ctx, int reason) {
 
 static void state_init(lock_state *st, const lock_handle *l) {
     st->client = l->client;
+    st->kind = l->kind;
     st->lease_ops.renew_script = l->kind->renew_script;
     st->lease_ops.lost = on_lease_lost;
-    st->wait_ops.attempt = dlock__acquire_attempt;
-    st->wait_ops.wake_count = l->kind->wake_count;
-    st->wait_ops.turn_ms = l->kind->turn_ms;
-    st->wait_ops.named = l->kind->turn_channel ? dlock__acquire_named : NULL;
-    st->wait_ops.done = dlock__acquire_done;
 }
 
 /* The handle's shared state, found or made on first use. Every handle whose owners write

@@ -65,10 +65,11 @@ struct lock_handle {
  * for their own resend. */
 struct lock_state {
     dlock_client *client;
-    hold *holds;                /* one per owner that ever used the name */
-    lock_handle *handles;       /* whose lost callbacks to call */
-    dlock__lease_ops lease_ops; /* the kind's renew script, our lost handler */
-    dlock__wait_ops wait_ops;   /* the kind's wake rule, our attempt and done */
+    hold *holds;                  /* one per owner that ever used the name */
+    lock_handle *handles;         /* whose lost callbacks to call */
+    const dlock__lock_kind *kind; /* of the handle that made it: its rules are the name's */
+    dlock__lease_ops lease_ops;   /* the kind's renew script, our lost handler */
+    dlock__wait_ops wait_ops;     /* the kind's wake rule, the acquire's hooks (engine_acquire.c) */
 };
 
 /* What the client knows of one owner's holds on one lock. */
@@ -208,9 +209,5 @@ void dlock__query_start(dlock__op *o);
 void dlock__token_start(dlock__op *o);
 void dlock__set_lease_start(dlock__op *o);
 void dlock__raise_token_start(dlock__op *o);
-/* The wait engine's hooks for a lock state (engine_acquire.c). */
-void dlock__acquire_attempt(dlock__waiter *w);
-bool dlock__acquire_named(const dlock__waiter *w, const char *turn, size_t len);
-void dlock__acquire_done(dlock__waiter *w, int status);
 
 #endif

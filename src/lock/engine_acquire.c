@@ -19,12 +19,12 @@ static void on_acquire_reply(dlock_client *c, int status, const dlock__reply *re
 
 static void acquire_send(lock_op *op);
 
-void dlock__acquire_attempt(dlock__waiter *w) {
+static void acquire_attempt(dlock__waiter *w) {
     lock_op *op = DLOCK__CONTAINER_OF(w, lock_op, waiter);
     dlock__hold_run(op->hold, op, acquire_send);
 }
 
-bool dlock__acquire_named(const dlock__waiter *w, const char *turn, size_t len) {
+static bool acquire_named(const dlock__waiter *w, const char *turn, size_t len) {
     const lock_op *op = DLOCK__CONTAINER_OF(w, const lock_op, waiter);
     const char *field = op->hold ? op->hold->field : "";
     return strlen(field) == len && memcmp(field, turn, len) == 0;
@@ -178,7 +178,7 @@ static void on_acquire_reply(dlock_client *c, int status, const dlock__reply *re
     }
 }
 
-void dlock__acquire_done(dlock__waiter *w, int status) {
+static void acquire_done(dlock__waiter *w, int status) {
     lock_op *op = DLOCK__CONTAINER_OF(w, lock_op, waiter);
     hold *h = op->hold;
     lock_handle *l = op->lock;
@@ -194,6 +194,20 @@ void dlock__acquire_done(dlock__waiter *w, int status) {
         dlock__op_fail(&op->op, status, "%s %s is held by another owner", l->kind->what,
                        l->base.name);
     dlock__lock_op_end(op, status);
+}
+
+/* The wait's rules for every owner of the name: the acquire's hooks and the wake rule of
+ * the kind that made the name's state (engine.c), set on the name's first wait. */
+static const dlock__wait_ops *wait_ops_of(lock_state *st) {
+    dlock__wait_ops *ops = &st->wait_ops;
+    if (!ops->attempt) {
+        ops->attempt = acquire_attempt;
+        ops->wake_count = st->kind->wake_count;
+        ops->turn_ms = st->kind->turn_ms;
+        ops->named = st->kind->turn_channel ? acquire_named : NULL;
+        ops->done = acquire_done;
+    }
+    return ops;
 }
 
 /* Where the owner waits: nowhere for a kind without pub/sub, the kind's own channel for
@@ -230,6 +244,6 @@ void dlock__acquire_start(dlock__op *o) {
         return;
     }
     op->waiting = true;
-    dlock__wait_start_on(&op->waiter, &l->handle, &h->state->wait_ops, channel, turn_channel,
+    dlock__wait_start_on(&op->waiter, &l->handle, wait_ops_of(h->state), channel, turn_channel,
                          op->wait_ms);
 }
