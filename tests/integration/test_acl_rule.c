@@ -12,13 +12,13 @@
  *   `app:` names, and the server refuses nothing: ACL LOG stays empty and no NOPERM is
  *   counted, also inside scripts and their pcalls;
  * - and the rule still refuses a name outside `app:` (dlock run exits 77). */
+#include "acl_rule_words.h"
 #include "cli_helpers.h"
 #include "cluster_fixture.h"
 #include "topology_util.h"
 
 #define USER "dlock"
 #define PASSWORD "secret"
-#define RULE_WORDS_MAX 256
 
 /* One Redis or a cluster; the rule goes on each of its nodes. */
 typedef struct deployment {
@@ -44,29 +44,9 @@ static const char *source_dir(void) {
     return dir;
 }
 
-/* The words of `acl-rule.py --words which` in words[] (each malloc'd); their count. */
-static int rule_words(const char *which, char **words) {
-    char *command = topo_asprintf("python3 '%s/scripts/acl-rule.py' --words %s --user %s "
-                                  "--password %s --prefix app:",
-                                  source_dir(), which, USER, PASSWORD);
-    FILE *p = popen(command, "r");
-    free(command);
-    assert_non_null(p);
-    int n = 0;
-    char line[512];
-    while (fgets(line, sizeof(line), p)) {
-        line[strcspn(line, "\n")] = '\0';
-        assert_true(n < RULE_WORDS_MAX);
-        words[n++] = strdup(line);
-    }
-    assert_int_equal(pclose(p), 0);
-    assert_true(n > 3);
-    return n;
-}
-
 static void apply_rule(deployment *d, const char *which) {
-    char *words[RULE_WORDS_MAX];
-    int n = rule_words(which, words);
+    char *words[ACL_RULE_WORDS_MAX];
+    int n = acl_rule_words(which, USER, PASSWORD, "app:", words);
     for (int i = 0; i < node_count(d); i++) {
         redisReply *r = redis_fixture_cmd_argv(node(d, i), n, (const char **)words, NULL);
         assert_non_null(r);

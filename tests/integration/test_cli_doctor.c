@@ -7,6 +7,7 @@
  * the master (ok), one is down (warn), one names another server (fail); over TLS the server's
  * certificate's expiry is read (the fixture's is valid 2 days: a warning).
  * Helpers: tests/support/cli_helpers.h. Every test starts its own servers. */
+#include "acl_rule_words.h"
 #include "cli_helpers.h"
 #include "cluster_fixture.h"
 #include "sentinel_fixture.h"
@@ -16,14 +17,6 @@
 #define USER "doctored"
 #define PASSWORD "pw-doctor-s3cret"
 #define PREFIX "dlock-doctor:" /* the rule's prefix: doctor's default --name is under it */
-#define WORDS_MAX 256
-
-static const char *source_dir(void) {
-    const char *dir = getenv("DLOCK_SOURCE_DIR");
-    if (!dir || !dir[0])
-        fail_msg("DLOCK_SOURCE_DIR is not set (ctest sets it)");
-    return dir;
-}
 
 /* No line of doctor's table says fail. */
 static void assert_no_fail_line(const cli_result *r) {
@@ -83,31 +76,10 @@ static void test_doctor_allkeys_lru_fails_naming_noeviction(void **state) {
 
 /* ---- the ACL ------------------------------------------------------------------------------ */
 
-/* The words of `acl-rule.py --words single` for USER under PREFIX (each malloc'd). */
-static int rule_words(char **words) {
-    char *command =
-        topo_asprintf("python3 '%s/scripts/acl-rule.py' --words single --user %s --password %s "
-                      "--prefix %s",
-                      source_dir(), USER, PASSWORD, PREFIX);
-    FILE *p = popen(command, "r");
-    free(command);
-    assert_non_null(p);
-    int n = 0;
-    char line[512];
-    while (fgets(line, sizeof(line), p)) {
-        line[strcspn(line, "\n")] = '\0';
-        assert_true(n < WORDS_MAX);
-        words[n++] = strdup(line);
-    }
-    assert_int_equal(pclose(p), 0);
-    assert_true(n > 10);
-    return n;
-}
-
 /* USER made afresh with the rule's words, but for words[skip] (-1: none). */
 static void set_user(redis_fixture *f, char **words, int n, int skip) {
     freeReplyObject(redis_fixture_cmd(f, "ACL DELUSER %s", USER));
-    const char *argv[WORDS_MAX];
+    const char *argv[ACL_RULE_WORDS_MAX];
     int argc = 0;
     for (int i = 0; i < n; i++)
         if (i != skip)
@@ -133,8 +105,8 @@ static void test_doctor_acl_names_each_missing_word_of_the_rule(void **state) {
     REQUIRE_CLI();
     test_watchdog_arm(BUDGET_S * 4, __func__);
     redis_fixture *f = start_cli_server();
-    char *words[WORDS_MAX];
-    int n = rule_words(words);
+    char *words[ACL_RULE_WORDS_MAX];
+    int n = acl_rule_words("single", USER, PASSWORD, PREFIX, words);
 
     /* the whole rule: every ACL check passes (the admin's URL, --user names the user) */
     set_user(f, words, n, -1);
@@ -171,8 +143,7 @@ static void test_doctor_acl_names_each_missing_word_of_the_rule(void **state) {
         checked++;
     }
     assert_true(checked > 40);
-    for (int i = 0; i < n; i++)
-        free(words[i]);
+    acl_rule_words_free(words, n);
     redis_fixture_stop(f);
 }
 
@@ -181,8 +152,8 @@ static void test_doctor_as_the_user_itself_warns_it_cannot_dryrun(void **state) 
     REQUIRE_CLI();
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_cli_server();
-    char *words[WORDS_MAX];
-    int n = rule_words(words);
+    char *words[ACL_RULE_WORDS_MAX];
+    int n = acl_rule_words("single", USER, PASSWORD, PREFIX, words);
     set_user(f, words, n, -1);
     char *url =
         topo_asprintf("unix://%s?user=%s&password=%s", redis_fixture_socket(f), USER, PASSWORD);
@@ -194,8 +165,7 @@ static void test_doctor_as_the_user_itself_warns_it_cannot_dryrun(void **state) 
     assert_null(strstr(r.err, PASSWORD));
     cli_result_free(&r);
     free(url);
-    for (int i = 0; i < n; i++)
-        free(words[i]);
+    acl_rule_words_free(words, n);
     redis_fixture_stop(f);
 }
 
