@@ -140,7 +140,9 @@ test_writer_excludes_readers_and_10_blocked_readers_all_enter_within_300_ms_of_t
         }
         assert_int_equal(atomic_load(&most_inside), WAKE_READERS); /* all inside at once */
         int64_t all_in_us = last_us - released_us;
-        ASSERT_BETWEEN(all_in_us / 1000, 0, slack_ms(300));
+        /* the writer's 30 s lease is the readers' hint: only the release's message lets them
+         * all in within test_prompt_ms() */
+        ASSERT_BETWEEN(all_in_us / 1000, 0, test_prompt_ms());
         if (all_in_us > worst_us)
             worst_us = all_in_us;
         total_us += all_in_us;
@@ -358,9 +360,10 @@ static void test_dead_waiting_writer_holds_readers_back_no_longer_than_its_deadl
         redis_fixture_int(f, "ZADD {ghost}:rwlock_writers %lld ghost-client:1:write", deadline), 1);
     int64_t start = test_now_ms();
     ASSERT_RC(dlock_lock_try_acquire(READ(rw), 0, 30000), DLOCK_ETIMEDOUT);
-    ASSERT_RC(dlock_lock_try_acquire(READ(rw), slack_ms(5000), 30000), DLOCK_OK);
+    ASSERT_RC(dlock_lock_try_acquire(READ(rw), TEST_SLOW_MS, 30000), DLOCK_OK);
     int64_t took = test_now_ms() - start;
-    ASSERT_BETWEEN(took, 800, 1000 + slack_ms(300));
+    /* at the ghost's deadline (the reader's hint), not at the reader's own */
+    ASSERT_BETWEEN(took, 800, 1000 + test_prompt_ms());
     assert_int_equal(redis_fixture_int(f, "ZCARD {ghost}:rwlock_writers"), 0); /* purged */
     ASSERT_RC(dlock_lock_release(READ(rw)), DLOCK_OK);
     printf("# a dead writer (deadline 1000 ms) held a reader back for %lld ms\n", (long long)took);
