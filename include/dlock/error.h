@@ -29,7 +29,7 @@ extern "C" {
     X(ECLOSED, -10, "client or handle is closed")                                                  \
     X(EBUSY, -11, "object is busy")                                                                \
     X(EDEADLK, -12, "blocking call on the client's loop thread")                                   \
-    X(ENOPERM, -13, "Redis ACL denies this user a command, key or channel")                       \
+    X(ENOPERM, -13, "Redis ACL denies this user a command, key or channel")                        \
     X(ENOSPC, -14, "buffer too small")
 
 typedef enum dlock_errno {
