@@ -137,8 +137,8 @@ DLOCK_EXTERN int dlock_client_ping_async(dlock_client *c, dlock_client_cb cb, vo
  * acquire_wait_buckets one per bound below (microseconds: 0.5 ms to 30 s) and one past them. */
 #define DLOCK_STATS_CODES 16
 #define DLOCK_STATS_WAIT_BOUNDS_US                                                                 \
-    500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000, 1000000, 2500000,         \
-        5000000, 10000000, 30000000
+    500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000, 1000000, 2500000, 5000000, \
+        10000000, 30000000
 #define DLOCK_STATS_WAIT_BUCKETS 16
 
 /* What a client is doing and has been through, for monitoring: a snapshot filled by
@@ -167,9 +167,9 @@ typedef struct dlock_stats {
                                    because the release named another client's waiter (the
                                    hand-off: one waiter answers a release, not one in each
                                    process) */
-    /* counters (added after the ones above): how acquires and awaits of every primitive ended (the calls that
-     * count in `waits`: a try with no wait included), and how long those that got the object
-     * waited. A composite's member calls count on the member's client. */
+    /* counters (added after the ones above): how acquires and awaits of every primitive ended (the
+     * calls that count in `waits`: a try with no wait included), and how long those that got the
+     * object waited. A composite's member calls count on the member's client. */
     uint64_t acquire_failures[DLOCK_STATS_CODES]; /* [-code]: the ones that ended with that
                                    DLOCK_E* code ([3]: DLOCK_ETIMEDOUT, a try that found the
                                    object busy included; [9]: DLOCK_ECANCELED); [0]: a code
@@ -227,8 +227,7 @@ typedef struct dlock_metric_label {
  * [a-zA-Z_][a-zA-Z0-9_]*, starting with "__", given twice, or "le" or "code", dlock's
  * own): then neither buf nor *len is touched. */
 DLOCK_EXTERN int dlock_client_stats_prometheus(dlock_client *c, const dlock_metric_label *labels,
-                                               size_t nlabels, char *buf, size_t size,
-                                               size_t *len);
+                                               size_t nlabels, char *buf, size_t size, size_t *len);
 
 #ifdef __cplusplus
 }
