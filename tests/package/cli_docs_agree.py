@@ -6,8 +6,8 @@
 `dlock --help` (with each `dlock COMMAND --help`), docs/cli.md and the manual page
 docs/dlock.1 are written by hand, side by side; this checks that they say the same:
 
-  - every command of `dlock --help` has its section in the man page (.SS "dlock CMD ...")
-    and in docs/cli.md (## `dlock CMD ...`), and the man page has no command the tool lacks;
+  - every command of `dlock --help` has its line in the man page's SYNOPSIS, its section
+    there (.SS "dlock CMD ...") and in docs/cli.md (## `dlock CMD ...`), and the man page has no command the tool lacks;
   - every option a `--help` defines is in the man page's section of that command (global
     options: GLOBAL OPTIONS) and in docs/cli.md's (global options: Connecting);
   - every option the man page defines is accepted by the tool (`dlock [CMD] OPT [ARG]
@@ -131,6 +131,10 @@ for c in commands:
         problems.append(f"docs/dlock.1: no section .SS \"dlock {c} ...\" (dlock --help lists {c})")
     if c not in md_commands:
         problems.append(f"docs/cli.md: no section ## `dlock {c} ...` (dlock --help lists {c})")
+synopsis = [unroff(line) for line in man.get("SYNOPSIS", [])]
+for c in commands:
+    if not any(re.match(r"^\.B " + re.escape(c) + r"( |$)", line) for line in synopsis):
+        problems.append(f"docs/dlock.1: SYNOPSIS has no 'dlock ... {c}' line (dlock --help lists {c})")
 for c in man_commands:
     if c not in commands:
         problems.append(f"docs/dlock.1: section for '{c}', which dlock --help does not list")
