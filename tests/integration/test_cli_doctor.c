@@ -74,6 +74,31 @@ static void test_doctor_allkeys_lru_fails_naming_noeviction(void **state) {
     redis_fixture_stop(f);
 }
 
+static void test_doctor_bad_command_line_is_64_and_unreachable_is_69(void **state) {
+    (void)state;
+    REQUIRE_CLI();
+    test_watchdog_arm(BUDGET_S, __func__);
+    cli_result r = DLOCK_CLI_RUN(NULL, 30000, "doctor", "redis://127.0.0.1:1", "extra");
+    ASSERT_STATUS(r, 64);
+    ASSERT_CONTAINS(r.err, "one URL at most");
+    cli_result_free(&r);
+    r = DLOCK_CLI_RUN(NULL, 30000, "doctor", "--name", "", "redis://127.0.0.1:1");
+    ASSERT_STATUS(r, 64);
+    ASSERT_CONTAINS(r.err, "--name: ");
+    cli_result_free(&r);
+    r = DLOCK_CLI_RUN(NULL, 30000, "doctor", "--user", "", "redis://127.0.0.1:1");
+    ASSERT_STATUS(r, 64);
+    cli_result_free(&r);
+    /* port 1: nothing listens there */
+    r = DLOCK_CLI_RUN(NULL, 30000, "--connect-timeout", "2000", "doctor",
+                      "redis://u:" PASSWORD "@127.0.0.1:1");
+    ASSERT_STATUS(r, 69);
+    ASSERT_CONTAINS(r.err, "cannot connect to redis://u:***@127.0.0.1:1");
+    assert_null(strstr(r.err, PASSWORD));
+    assert_string_equal(r.out, "");
+    cli_result_free(&r);
+}
+
 /* ---- the ACL ------------------------------------------------------------------------------ */
 
 /* USER made afresh with the rule's words, but for words[skip] (-1: none). */
@@ -327,6 +352,8 @@ int main(void) {
         cmocka_unit_test_teardown(test_doctor_healthy_server_exits_0_with_ok_and_warn_only,
                                   kill_spawned),
         cmocka_unit_test_teardown(test_doctor_allkeys_lru_fails_naming_noeviction, kill_spawned),
+        cmocka_unit_test_teardown(test_doctor_bad_command_line_is_64_and_unreachable_is_69,
+                                  kill_spawned),
         cmocka_unit_test_teardown(test_doctor_acl_names_each_missing_word_of_the_rule,
                                   kill_spawned),
         cmocka_unit_test_teardown(test_doctor_as_the_user_itself_warns_it_cannot_dryrun,
