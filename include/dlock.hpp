@@ -231,6 +231,14 @@ inline void throw_if(const std::error_code &ec, const char *call) {
         throw_error(ec, call);
 }
 
+/* The answer of query(ec), an error_code overload, or what it set in ec, thrown. */
+template <class Query> auto value_or_throw(const char *call, Query query) {
+    std::error_code ec;
+    auto out = query(ec);
+    throw_if(ec, call);
+    return out;
+}
+
 inline bool obtained_or_throw(int rc, const char *call) {
     std::error_code ec;
     const bool got = obtained(rc, ec);
@@ -485,19 +493,24 @@ class lockable {
     }
 #if DLOCK_CXX_EXCEPTIONS
     bool is_locked() {
-        return or_throw(&lockable::is_locked, "dlock_lock_is_locked");
+        return detail::value_or_throw("dlock_lock_is_locked",
+                                      [this](std::error_code &ec) { return is_locked(ec); });
     }
     bool is_held() {
-        return or_throw(&lockable::is_held, "dlock_lock_is_held");
+        return detail::value_or_throw("dlock_lock_is_held",
+                                      [this](std::error_code &ec) { return is_held(ec); });
     }
     std::int64_t hold_count() {
-        return or_throw(&lockable::hold_count, "dlock_lock_hold_count");
+        return detail::value_or_throw("dlock_lock_hold_count",
+                                      [this](std::error_code &ec) { return hold_count(ec); });
     }
     std::chrono::milliseconds ttl() {
-        return or_throw(&lockable::ttl, "dlock_lock_ttl");
+        return detail::value_or_throw("dlock_lock_ttl",
+                                      [this](std::error_code &ec) { return ttl(ec); });
     }
     bool force_unlock() {
-        return or_throw(&lockable::force_unlock, "dlock_lock_force_release");
+        return detail::value_or_throw("dlock_lock_force_release",
+                                      [this](std::error_code &ec) { return force_unlock(ec); });
     }
 #endif
 
@@ -562,7 +575,8 @@ class lockable {
     }
 #if DLOCK_CXX_EXCEPTIONS
     std::uint64_t token() {
-        return or_throw(&lockable::token, "dlock_lock_token");
+        return detail::value_or_throw("dlock_lock_token",
+                                      [this](std::error_code &ec) { return token(ec); });
     }
 #endif
 
@@ -581,86 +595,63 @@ class lockable {
         (*static_cast<lost_handler *>(arg))(owner, detail::code(reason));
     }
 
-#if DLOCK_CXX_EXCEPTIONS
-    template <class T>
-    T or_throw(T (lockable::*query)(std::error_code &) noexcept, const char *call) {
-        std::error_code ec;
-        T out = (this->*query)(ec);
-        detail::throw_if(ec, call);
-        return out;
-    }
-#endif
-
     dlock_lock *handle_ = nullptr;
     bool owned_ = false;
     std::int64_t lease_ms_ = DLOCK_WATCHDOG;
     std::unique_ptr<lost_handler> lost_;
 };
 
-/* The reentrant lock (dlock_lock_new; Redisson RLock). */
-class reentrant_lock : public lockable {
+namespace detail {
+
+/* The C constructors' names, for what() of the exceptions they cause. */
+inline constexpr char lock_new[] = "dlock_lock_new";
+inline constexpr char fencedlock_new[] = "dlock_fencedlock_new";
+inline constexpr char fairlock_new[] = "dlock_fairlock_new";
+inline constexpr char spinlock_new[] = "dlock_spinlock_new";
+inline constexpr char semaphore_new[] = "dlock_semaphore_new";
+inline constexpr char latch_new[] = "dlock_latch_new";
+
+/* A lock kind: a lockable made from a client and a name by the C constructor Create. */
+template <int (*Create)(dlock_client *, const char *, dlock_lock **), const char *Call>
+class lock_kind : public lockable {
   public:
-    reentrant_lock() noexcept = default;
-    reentrant_lock(client &c, const std::string &name, std::error_code &ec) noexcept
-        : lockable(detail::new_handle(dlock_lock_new, c.native_handle(), name, ec), true) {
+    lock_kind() noexcept = default;
+    lock_kind(client &c, const std::string &name, std::error_code &ec) noexcept
+        : lockable(new_handle(Create, c.native_handle(), name, ec), true) {
     }
 #if DLOCK_CXX_EXCEPTIONS
-    reentrant_lock(client &c, const std::string &name)
-        : lockable(detail::new_handle_or_throw(dlock_lock_new, c.native_handle(), name,
-                                               "dlock_lock_new"),
-                   true) {
+    lock_kind(client &c, const std::string &name)
+        : lockable(new_handle_or_throw(Create, c.native_handle(), name, Call), true) {
     }
 #endif
+};
+
+} // namespace detail
+
+/* The reentrant lock (dlock_lock_new; Redisson RLock). */
+class reentrant_lock : public detail::lock_kind<dlock_lock_new, detail::lock_new> {
+  public:
+    using lock_kind::lock_kind;
 };
 
 /* The fenced lock (dlock_fencedlock_new; RFencedLock): token() is the calling thread's
  * fencing token of its latest acquisition, strictly increasing from holder to holder. */
-class fenced_lock : public lockable {
+class fenced_lock : public detail::lock_kind<dlock_fencedlock_new, detail::fencedlock_new> {
   public:
-    fenced_lock() noexcept = default;
-    fenced_lock(client &c, const std::string &name, std::error_code &ec) noexcept
-        : lockable(detail::new_handle(dlock_fencedlock_new, c.native_handle(), name, ec), true) {
-    }
-#if DLOCK_CXX_EXCEPTIONS
-    fenced_lock(client &c, const std::string &name)
-        : lockable(detail::new_handle_or_throw(dlock_fencedlock_new, c.native_handle(), name,
-                                               "dlock_fencedlock_new"),
-                   true) {
-    }
-#endif
+    using lock_kind::lock_kind;
     using lockable::token;
 };
 
 /* The fair lock (dlock_fairlock_new; RFairLock): waiters get it in arrival order. */
-class fair_lock : public lockable {
+class fair_lock : public detail::lock_kind<dlock_fairlock_new, detail::fairlock_new> {
   public:
-    fair_lock() noexcept = default;
-    fair_lock(client &c, const std::string &name, std::error_code &ec) noexcept
-        : lockable(detail::new_handle(dlock_fairlock_new, c.native_handle(), name, ec), true) {
-    }
-#if DLOCK_CXX_EXCEPTIONS
-    fair_lock(client &c, const std::string &name)
-        : lockable(detail::new_handle_or_throw(dlock_fairlock_new, c.native_handle(), name,
-                                               "dlock_fairlock_new"),
-                   true) {
-    }
-#endif
+    using lock_kind::lock_kind;
 };
 
 /* The spin lock (dlock_spinlock_new; RSpinLock): waits by backoff, no pub/sub. */
-class spin_lock : public lockable {
+class spin_lock : public detail::lock_kind<dlock_spinlock_new, detail::spinlock_new> {
   public:
-    spin_lock() noexcept = default;
-    spin_lock(client &c, const std::string &name, std::error_code &ec) noexcept
-        : lockable(detail::new_handle(dlock_spinlock_new, c.native_handle(), name, ec), true) {
-    }
-#if DLOCK_CXX_EXCEPTIONS
-    spin_lock(client &c, const std::string &name)
-        : lockable(detail::new_handle_or_throw(dlock_spinlock_new, c.native_handle(), name,
-                                               "dlock_spinlock_new"),
-                   true) {
-    }
-#endif
+    using lock_kind::lock_kind;
 };
 
 namespace detail {
@@ -882,30 +873,46 @@ class rw_lock {
     std::unique_ptr<dlock_rwlock, detail::rwlock_free> handle_;
 };
 
-/* ---- semaphore ---------------------------------------------------------------------------- */
+namespace detail {
 
-/* The semaphore (dlock_semaphore_*; RSemaphore): a count of permits in Redis, with
- * std::counting_semaphore's calls, each for n permits (1 by default). Permits have no
- * owner: any thread or process may release them. */
-class semaphore {
+/* What the semaphore and the latch share: a C handle made from a client and a name by the
+ * C constructor Create, freed by Free. */
+template <class Handle, int (*Create)(dlock_client *, const char *, Handle **), class Free,
+          const char *Call>
+class named_object {
   public:
-    semaphore() noexcept = default;
-    semaphore(client &c, const std::string &name, std::error_code &ec) noexcept
-        : handle_(detail::new_handle(dlock_semaphore_new, c.native_handle(), name, ec)) {
+    named_object() noexcept = default;
+    named_object(client &c, const std::string &name, std::error_code &ec) noexcept
+        : handle_(new_handle(Create, c.native_handle(), name, ec)) {
     }
 #if DLOCK_CXX_EXCEPTIONS
-    semaphore(client &c, const std::string &name)
-        : handle_(detail::new_handle_or_throw(dlock_semaphore_new, c.native_handle(), name,
-                                              "dlock_semaphore_new")) {
+    named_object(client &c, const std::string &name)
+        : handle_(new_handle_or_throw(Create, c.native_handle(), name, Call)) {
     }
 #endif
 
     explicit operator bool() const noexcept {
         return handle_ != nullptr;
     }
-    dlock_semaphore *native_handle() const noexcept {
+    Handle *native_handle() const noexcept {
         return handle_.get();
     }
+
+  protected:
+    std::unique_ptr<Handle, Free> handle_;
+};
+
+} // namespace detail
+
+/* ---- semaphore ---------------------------------------------------------------------------- */
+
+/* The semaphore (dlock_semaphore_*; RSemaphore): a count of permits in Redis, with
+ * std::counting_semaphore's calls, each for n permits (1 by default). Permits have no
+ * owner: any thread or process may release them. */
+class semaphore : public detail::named_object<dlock_semaphore, dlock_semaphore_new,
+                                              detail::semaphore_free, detail::semaphore_new> {
+  public:
+    using named_object::named_object;
 
     /* Sets the count if the semaphore does not exist yet; true if it did. */
     bool try_set_permits(std::int64_t permits, std::error_code &ec) noexcept {
@@ -962,26 +969,21 @@ class semaphore {
 
 #if DLOCK_CXX_EXCEPTIONS
     bool try_set_permits(std::int64_t permits) {
-        std::error_code ec;
-        const bool was_set = try_set_permits(permits, ec);
-        detail::throw_if(ec, "dlock_semaphore_try_set_permits");
-        return was_set;
+        return detail::value_or_throw("dlock_semaphore_try_set_permits", [&](std::error_code &ec) {
+            return try_set_permits(permits, ec);
+        });
     }
     void add_permits(std::int64_t delta) {
         detail::throw_if(detail::code(dlock_semaphore_add_permits(handle_.get(), delta)),
                          "dlock_semaphore_add_permits");
     }
     std::int64_t available() {
-        std::error_code ec;
-        const std::int64_t out = available(ec);
-        detail::throw_if(ec, "dlock_semaphore_available");
-        return out;
+        return detail::value_or_throw("dlock_semaphore_available",
+                                      [this](std::error_code &ec) { return available(ec); });
     }
     std::int64_t drain() {
-        std::error_code ec;
-        const std::int64_t out = drain(ec);
-        detail::throw_if(ec, "dlock_semaphore_drain");
-        return out;
+        return detail::value_or_throw("dlock_semaphore_drain",
+                                      [this](std::error_code &ec) { return drain(ec); });
     }
     void acquire(std::int64_t n = 1) {
         detail::throw_if(detail::code(dlock_semaphore_acquire(handle_.get(), n)),
@@ -1017,9 +1019,6 @@ class semaphore {
                          "dlock_semaphore_release");
     }
 #endif
-
-  private:
-    std::unique_ptr<dlock_semaphore, detail::semaphore_free> handle_;
 };
 
 /* ---- latch -------------------------------------------------------------------------------- */
@@ -1027,25 +1026,10 @@ class semaphore {
 /* The count-down latch (dlock_latch_*; RCountDownLatch), with std::latch's calls. Unlike
  * std::latch its count is set after construction (try_set_count), by any client, and may be
  * set again once it reached zero; count_down() counts one. */
-class latch {
+class latch : public detail::named_object<dlock_latch, dlock_latch_new, detail::latch_free,
+                                          detail::latch_new> {
   public:
-    latch() noexcept = default;
-    latch(client &c, const std::string &name, std::error_code &ec) noexcept
-        : handle_(detail::new_handle(dlock_latch_new, c.native_handle(), name, ec)) {
-    }
-#if DLOCK_CXX_EXCEPTIONS
-    latch(client &c, const std::string &name)
-        : handle_(detail::new_handle_or_throw(dlock_latch_new, c.native_handle(), name,
-                                              "dlock_latch_new")) {
-    }
-#endif
-
-    explicit operator bool() const noexcept {
-        return handle_ != nullptr;
-    }
-    dlock_latch *native_handle() const noexcept {
-        return handle_.get();
-    }
+    using named_object::named_object;
 
     /* Sets the count if the latch is unset or finished; true if it did. */
     bool try_set_count(std::int64_t count, std::error_code &ec) noexcept {
@@ -1088,16 +1072,13 @@ class latch {
 
 #if DLOCK_CXX_EXCEPTIONS
     bool try_set_count(std::int64_t count) {
-        std::error_code ec;
-        const bool was_set = try_set_count(count, ec);
-        detail::throw_if(ec, "dlock_latch_try_set_count");
-        return was_set;
+        return detail::value_or_throw("dlock_latch_try_set_count", [&](std::error_code &ec) {
+            return try_set_count(count, ec);
+        });
     }
     std::int64_t count() {
-        std::error_code ec;
-        const std::int64_t out = count(ec);
-        detail::throw_if(ec, "dlock_latch_count");
-        return out;
+        return detail::value_or_throw("dlock_latch_count",
+                                      [this](std::error_code &ec) { return count(ec); });
     }
     void count_down() {
         detail::throw_if(detail::code(dlock_latch_count_down(handle_.get())),
@@ -1125,9 +1106,6 @@ class latch {
         wait();
     }
 #endif
-
-  private:
-    std::unique_ptr<dlock_latch, detail::latch_free> handle_;
 };
 
 } // namespace dlock
