@@ -157,7 +157,7 @@ static void test_8_waiters_of_2_clients_get_the_lock_in_the_order_they_queued(vo
 /* Redisson's RedissonFairLockTest lease-timeout case: nobody releases, each lease runs out
  * and the next in line gets in. */
 static void
-test_8_threads_100_ms_apart_with_1_s_leases_never_released_acquire_in_start_order_within_11_s(
+test_8_threads_100_ms_apart_with_1_s_leases_never_released_get_in_as_each_lease_runs_out(
     void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
@@ -193,11 +193,17 @@ test_8_threads_100_ms_apart_with_1_s_leases_never_released_acquire_in_start_orde
                  (long long)(w[i].acquired_ms - w[i - 1].acquired_ms));
     }
     printf("# gaps between acquisitions (ms): %s\n", gaps);
-    /* each one when the lease before it ran out: not sooner, and not much later */
-    for (int i = 1; i < THREADS; i++)
-        ASSERT_BETWEEN(w[i].acquired_ms - w[i - 1].acquired_ms, lease - 150, lease + slack_ms(400));
+    /* Each one when the lease before it ran out. Not sooner: the i-th lease can have been
+     * set no sooner than i leases after the start (a thread's return may be late on a busy
+     * machine, never early, so this is measured from the start, not from the one before;
+     * 5 ms for two clocks that count whole ms). Not at its deadline: a waiter tries again
+     * when the TTL it was told runs out, so each gap is a lease and a prompt retry, where
+     * missing that retry would cost the rest of a 10 s wait. */
+    for (int i = 1; i < THREADS; i++) {
+        assert_true(w[i].acquired_ms - start >= i * lease - 5);
+        ASSERT_BETWEEN(w[i].acquired_ms - w[i - 1].acquired_ms, 0, lease + test_prompt_ms());
+    }
     int64_t all_in = w[THREADS - 1].acquired_ms - start;
-    ASSERT_BETWEEN(all_in, (THREADS - 1) * (lease - 150), 11000);
     printf("# %d threads, 1 s leases never released: all in start order within %lld ms, "
            "%lld script calls\n",
            THREADS, (long long)all_in, scripts);
@@ -323,7 +329,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_8_waiters_of_2_clients_get_the_lock_in_the_order_they_queued),
         cmocka_unit_test(
-            test_8_threads_100_ms_apart_with_1_s_leases_never_released_acquire_in_start_order_within_11_s),
+            test_8_threads_100_ms_apart_with_1_s_leases_never_released_get_in_as_each_lease_runs_out),
         cmocka_unit_test(test_4_threads_on_each_of_2_clients_never_overlap_and_all_finish),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
