@@ -91,4 +91,4 @@ fuzz:
 	FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh
 
 clean:
-	rm -rf build build-clang build-asan build-tsan build-release build-fuzz build-logs
+	rm -rf build build-clang build-asan build-tsan build-release build-fuzz build-logs build-deb
