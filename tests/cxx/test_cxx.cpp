@@ -567,7 +567,9 @@ void test_moves() {
 void test_lost_callback() {
     dlock_options o = dlock::options();
     o.url = url.c_str();
-    o.watchdog_ms = 3000; /* renewed every second: the deletion is seen within seconds */
+    o.watchdog_ms = 9000; /* renewed every 3 s: the deletion is seen within seconds, and a
+                           * loaded machine has 6 s to confirm each renewal (else the
+                           * reason would be errc::connection) */
     dlock::client c(o);
     std::atomic<int> calls{0};
     std::atomic<int> reason{0};
