@@ -118,6 +118,11 @@ void soak_leave_counted(enum soak_group g, int index);
 void soak_fenced_token(int index, uint64_t token, const char *who);
 
 long soak_overlaps(void);
+/* Overlaps on a name that did not lose a lease within grace_ms of them. One that did is
+ * the paused holder of docs/reliability.md: its lease ran out while it was not running
+ * (a stall, a fault) and another took the lock, as a lease allows; the lock kept its
+ * promise. Every other overlap is a broken promise. */
+long soak_overlaps_unexplained(int64_t grace_ms);
 const char *soak_first_overlap(void);
 
 /* Every operation's outcome, by kind and face (0 blocking, 1 async). Statuses that mean
@@ -149,6 +154,8 @@ int soak_faults_start(const soak_targets *t);
 void soak_faults_stop(void);
 /* A lost lease (or a release that found the hold gone) at now: logged with its cause. */
 void soak_lost_event(const char *what, int reason);
+/* How long after a fault or stall a lost lease still counts as its doing. */
+int64_t soak_loss_grace_ms(void);
 /* Lost events no fault window explains, and all of them. */
 long soak_lost_unexplained(void);
 long soak_lost_total(void);

@@ -81,6 +81,10 @@ static bool available(const char *what) {
     return true;
 }
 
+int64_t soak_loss_grace_ms(void) {
+    return soak_cfg.watchdog_ms + soak_cfg.timeout_ms + 2 * soak_cfg.retry_ms;
+}
+
 static int64_t grace_ms(void) {
     return soak_cfg.watchdog_ms + soak_cfg.timeout_ms + 2 * soak_cfg.retry_ms;
 }

@@ -18,6 +18,7 @@
 #include "soak.h"
 
 typedef struct mark {
+    atomic_llong lost_ms; /* when a lease on this name was last lost, 0: never */
     atomic_int exclusive;
     atomic_int shared;
     atomic_uint_fast64_t last_token; /* fenced names: the highest token seen */
@@ -25,6 +26,12 @@ typedef struct mark {
 
 static mark marks[SOAK_GROUPS][SOAK_MAX_NAMES];
 static atomic_long overlaps;
+#define MAX_OVERLAPS 4096
+static struct overlap_event {
+    int64_t at_ms;
+    int group;
+    int index;
+} overlap_log[MAX_OVERLAPS];
 static pthread_mutex_t first_mu = PTHREAD_MUTEX_INITIALIZER;
 static char first_overlap[256];
 static char first_bad[256];
@@ -41,11 +48,15 @@ void soak_name(char *buf, enum soak_group g, int index, const char *suffix) {
 void soak_marks_init(void) {
     /* Touch everything now, before the baseline sample. */
     memset(marks, 0, sizeof marks);
+    memset(overlap_log, 0, sizeof overlap_log);
     memset(outcomes, 0, sizeof outcomes);
 }
 
 static void note_overlap(enum soak_group g, int index, const char *who, const char *how) {
-    if (atomic_fetch_add(&overlaps, 1) == 0) {
+    long n = atomic_fetch_add(&overlaps, 1);
+    if (n < MAX_OVERLAPS)
+        overlap_log[n] = (struct overlap_event){soak_now_ms(), g, index};
+    if (n == 0) {
         pthread_mutex_lock(&first_mu);
         snprintf(first_overlap, sizeof first_overlap, "%s at %.1f s on soak:%s:%d: %s", who,
                  (double)soak_now_ms() / 1000.0, group_names[g], index, how);
@@ -94,6 +105,29 @@ void soak_fenced_token(int index, uint64_t token, const char *who) {
         note_overlap(GROUP_FENCED, index, who, "fencing token did not rise");
     else
         atomic_store(&m->last_token, token);
+}
+
+/* "soak:<group>:<index>..." -> the mark, or NULL (a composite's name, another name). */
+static mark *mark_of_name(const char *name) {
+    char group[16];
+    int index;
+    if (!name || sscanf(name, "soak:%15[a-z]:%d", group, &index) != 2 || index < 0 ||
+        index >= SOAK_MAX_NAMES)
+        return NULL;
+    for (int g = 0; g < SOAK_GROUPS; g++)
+        if (!strcmp(group, group_names[g]))
+            return &marks[g][index];
+    return NULL;
+}
+
+long soak_overlaps_unexplained(int64_t grace_ms) {
+    long n = atomic_load(&overlaps), bad = 0;
+    for (long i = 0; i < n && i < MAX_OVERLAPS; i++) {
+        int64_t lost = atomic_load(&marks[overlap_log[i].group][overlap_log[i].index].lost_ms);
+        int64_t t = overlap_log[i].at_ms;
+        bad += lost == 0 || t < lost - grace_ms || t > lost + grace_ms;
+    }
+    return bad + (n > MAX_OVERLAPS ? n - MAX_OVERLAPS : 0);
 }
 
 long soak_overlaps(void) {
@@ -162,5 +196,8 @@ void soak_on_lost(dlock_lock *l, uint64_t owner, int reason, void *arg) {
     (void)arg;
     char what[96];
     snprintf(what, sizeof what, "lost callback of %s", dlock_lock_name(l));
+    mark *m = mark_of_name(dlock_lock_name(l));
+    if (m)
+        atomic_store(&m->lost_ms, soak_now_ms() > 0 ? soak_now_ms() : 1);
     soak_lost_event(what, reason);
 }
