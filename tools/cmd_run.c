@@ -106,6 +106,7 @@ enum {
     OPT_SEMAPHORE,
     OPT_PERMITS,
     OPT_KILL_AFTER,
+    OPT_MAX_HOLD,
 };
 
 static const cli_opt run_opts_table[] = {
@@ -119,6 +120,7 @@ static const cli_opt run_opts_table[] = {
     {"semaphore", 0, true, OPT_SEMAPHORE, false},
     {"permits", 0, true, OPT_PERMITS, false},
     {"kill-after", 0, true, OPT_KILL_AFTER, false},
+    {"max-hold", 0, true, OPT_MAX_HOLD, false}, /* a bound on a --watchdog hold */
     {NULL, 0, false, 0, false},
 };
 
@@ -134,6 +136,7 @@ typedef struct run_opts {
     int64_t permits; /* --permits, default 1 */
     bool permits_given;
     int64_t kill_after_ms; /* --kill-after, default 5000 */
+    int64_t max_hold_ms;   /* --max-hold, 0: no bound */
     char **command;        /* NULL-terminated */
 } run_opts;
 
@@ -167,6 +170,10 @@ static void print_help(void) {
         "                   given back when COMMAND ends (dlock semaphore NAME set N first)\n"
         "  --permits N      how many permits (default 1)\n"
         "  --kill-after MS  SIGKILL COMMAND if it still runs MS ms after SIGTERM (default 5000)\n"
+        "  --max-hold MS    stop renewing the watchdog's lease MS ms after the lock was\n"
+        "                   obtained, whether COMMAND ended or not: when the lease then\n"
+        "                   runs out (up to --watchdog-ms later), COMMAND is terminated as\n"
+        "                   for a lost lease (exit 75). Default: no bound\n"
         "\n"
         "COMMAND's environment (besides dlock's own):\n"
         "  DLOCK_NAME   NAME\n"
@@ -295,6 +302,13 @@ static int parse_options(int argc, char **argv, bool options_first, run_opts *o,
             if ((rc = parse_ms_option("--kill-after", a.value, 0, &o->kill_after_ms)) != 0)
                 return rc;
             break;
+        case OPT_MAX_HOLD:
+            if ((rc = parse_ms_option("--max-hold", a.value, 1, &o->max_hold_ms)) != 0)
+                return rc;
+            if (o->max_hold_ms > DLOCK_MAX_TIME_MS)
+                return cli_usage_error("--max-hold: '%s' is more than %lld ms (ten years)", a.value,
+                                       (long long)DLOCK_MAX_TIME_MS);
+            break;
         default:
             return CLI_EXIT_SOFTWARE;
         }
@@ -348,6 +362,10 @@ static int parse_command_line(int argc, char **argv, run_opts *o) {
         return cli_usage_error("no COMMAND given (dlock run NAME -- COMMAND ARGS...)");
     if (o->lease_given && o->watchdog_given)
         return cli_usage_error("--lease and --watchdog: choose one");
+    if (o->max_hold_ms && (o->lease_given || o->is_semaphore))
+        return cli_usage_error("--max-hold bounds a --watchdog hold of a lock (%s)",
+                               o->is_semaphore ? "a semaphore's permits are not renewed"
+                                               : "a --lease is its own bound");
     if (o->is_semaphore) {
         if (o->kind_given)
             return cli_usage_error("%s is for locks, not with --semaphore", kinds[o->kind].option);
@@ -405,6 +423,8 @@ static void on_lost(dlock_lock *l, uint64_t owner, int reason, void *arg) {
 static const char *lost_reason_text(int reason) {
     if (reason == DLOCK_ECONN)
         return "Redis unreachable until the lease ran out";
+    if (reason == DLOCK_LOST_MAX_HOLD)
+        return "held for --max-hold; its lease then ran out";
     return "the lock was deleted, expired or taken over";
 }
 
@@ -561,6 +581,8 @@ static int run_with_lock(dlock_client *c, const run_opts *o, run_state *st) {
         rc = kind->make(c, o->name, &spare); /* releases a hold the cancel raced with */
     if (rc == DLOCK_OK)
         rc = dlock_lock_on_lost(held.lock, on_lost, st);
+    if (rc == DLOCK_OK && o->max_hold_ms)
+        rc = dlock_lock_set_max_hold(held.lock, o->max_hold_ms);
     uint64_t owner = dlock_thread_owner();
     if (rc == DLOCK_OK)
         rc = dlock_lock_acquire_async(held.lock, owner, o->wait_ms, o->lease_ms, on_lock_acquired,

@@ -63,6 +63,11 @@ typedef struct dlock_options {
      * thread sleeps; never two calls at once. */
     void (*log_cb)(int level, const char *msg, void *arg);
     void *log_arg;
+    /* 0 (no bound): how long a watchdog hold may last. The watchdog stops renewing a hold
+     * this long after it was taken; its lease then runs out in Redis (at most watchdog_ms
+     * later), the lost callback says DLOCK_LOST_MAX_HOLD and the release DLOCK_ELOST.
+     * 0..DLOCK_MAX_TIME_MS; a handle may set its own (dlock_lock_set_max_hold). */
+    int64_t max_hold_ms;
 } dlock_options;
 
 /* Fills o with the defaults above. Always call it before setting fields. No I/O; any

@@ -164,9 +164,16 @@ DLOCK_EXTERN int dlock_lock_token(dlock_lock *l, uint64_t *out);
  * Returns: as dlock_lock_token. */
 DLOCK_EXTERN int dlock_lock_token_of(dlock_lock *l, uint64_t owner, uint64_t *out);
 
+/* The lost callback's reason when a watchdog hold ran out because it reached its bound
+ * (dlock_options.max_hold_ms, dlock_lock_set_max_hold): positive, so unlike every DLOCK_E*
+ * code. The owner's release then says DLOCK_ELOST, as for any lost hold. */
+#define DLOCK_LOST_MAX_HOLD 1
+
 /* Called once per lost lease, on the loop thread, with the owner whose holds were lost
  * and the reason: DLOCK_ELOST (renewal found the lock gone or taken), DLOCK_ECONN (no
- * renewal could be confirmed before the lease ran out). It must not make blocking calls.
+ * renewal could be confirmed before the lease ran out), DLOCK_LOST_MAX_HOLD (the watchdog
+ * stopped renewing at the hold's bound and the lease ran out). It must not make blocking
+ * calls.
  * One callback per handle; NULL removes it. Set it before acquiring. Any thread; on the
  * loop thread it takes effect at once, elsewhere it returns once the callback before it
  * is no longer being called and will not be.
@@ -174,6 +181,24 @@ DLOCK_EXTERN int dlock_lock_token_of(dlock_lock *l, uint64_t owner, uint64_t *ou
  * Returns: DLOCK_OK; DLOCK_EINVAL (NULL l); DLOCK_ENOMEM; DLOCK_ECANCELED; DLOCK_ECLOSED. */
 typedef void (*dlock_lost_cb)(dlock_lock *l, uint64_t owner, int reason, void *arg);
 DLOCK_EXTERN int dlock_lock_on_lost(dlock_lock *l, dlock_lost_cb cb, void *arg);
+
+/* Sets how long a watchdog hold taken through l may last, instead of the client's
+ * dlock_options.max_hold_ms: the watchdog stops renewing a hold max_hold_ms after the
+ * acquire that took it (the owner's first hold; reentrant ones do not extend it) was sent.
+ * The lease then runs out in Redis, not deleted: other clients trust it, and the holder
+ * may still be running. So the lock is free again at most watchdog_ms after the bound; the
+ * lost callback says DLOCK_LOST_MAX_HOLD and the owner's release DLOCK_ELOST. Only a
+ * fencing token keeps such a holder from the resource it guards. A hold with a lease_ms is
+ * bounded by that lease alone. max_hold_ms: > 0 the bound; 0 no bound for l, whatever the
+ * client's; DLOCK_MAX_HOLD_CLIENT the client's option again (the default). It applies to
+ * holds taken after it (a hold already taken keeps its bound). A read-write lock's halves
+ * are set one by one; a composite (MultiLock, RedLock) is bounded through its members:
+ * set theirs, or their clients'. Any thread, no I/O.
+ *
+ * Returns: DLOCK_OK; DLOCK_EINVAL (NULL l, l a composite, max_hold_ms below
+ *   DLOCK_MAX_HOLD_CLIENT or above DLOCK_MAX_TIME_MS; nothing changed); DLOCK_ECLOSED. */
+#define DLOCK_MAX_HOLD_CLIENT INT64_C(-1)
+DLOCK_EXTERN int dlock_lock_set_max_hold(dlock_lock *l, int64_t max_hold_ms);
 
 /* Async face: acquire for owner, the application's non-zero id of the holder, waiting up to
  * wait_ms (0: one attempt; DLOCK_FOREVER), with lease_ms as dlock_lock_acquire. cb runs as

@@ -48,6 +48,10 @@ int64_t dlock__client_fair_wait_ms(const dlock_client *c) {
     return c->opts.fair_wait_ms;
 }
 
+int64_t dlock__client_max_hold_ms(const dlock_client *c) {
+    return c->opts.max_hold_ms;
+}
+
 bool dlock__client_absent_keys_are_free(const dlock_client *c) {
     return c->cluster == NULL;
 }
@@ -134,6 +138,8 @@ static int take_options(const dlock_options *in, dlock_options *out, parsed_url 
         return dlock__fail(DLOCK_EINVAL, "retry_delay_ms must be from 1 to 3600000");
     if (out->fair_wait_ms < 3 || out->fair_wait_ms > DLOCK_MAX_TIME_MS)
         return dlock__fail(DLOCK_EINVAL, "fair_wait_ms must be from 3 to DLOCK_MAX_TIME_MS");
+    if (out->max_hold_ms < 0 || out->max_hold_ms > DLOCK_MAX_TIME_MS)
+        return dlock__fail(DLOCK_EINVAL, "max_hold_ms must be from 0 to DLOCK_MAX_TIME_MS");
     const char *url = out->url;
     if (url && !url[0]) /* a caller's empty string is a mistake, not "the default" */
         return dlock__fail(DLOCK_EINVAL, "url is empty (NULL means $DLOCK_URL, else the default)");

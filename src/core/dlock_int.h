@@ -92,6 +92,8 @@ int64_t dlock__client_watchdog_ms(const dlock_client *c);
  * the same for every client of one server and database, in every process. */
 const char *dlock__client_endpoint(const dlock_client *c);
 int64_t dlock__client_fair_wait_ms(const dlock_client *c);
+/* dlock_options.max_hold_ms: 0, or how long a watchdog hold may be renewed. */
+int64_t dlock__client_max_hold_ms(const dlock_client *c);
 /* Where the commands on key go now, for the tool's report: the address of the node that
  * serves key (the master a Sentinel named; in Cluster the owner of key's slot), or "not
  * connected". Never credentials. Loop thread only. Returns buf. */
@@ -530,8 +532,9 @@ typedef struct dlock__lease_ops {
      * KEYS[i]. Reply: an array with 1 (renewed) or 0 (gone) per key. */
     enum dlock__script_id renew_script;
     /* The lease is lost: renewal found it gone (reason DLOCK_ELOST), or could not
-     * confirm it before it ran out (DLOCK_ECONN). The lease is out of the registry and
-     * freed after this returns. */
+     * confirm it before it ran out (DLOCK_ECONN), or ran out past its bound
+     * (DLOCK_LOST_MAX_HOLD). The lease is out of the registry and freed after this
+     * returns. */
     void (*lost)(dlock__lease *lease, void *owner_ctx, int reason);
 } dlock__lease_ops;
 
@@ -542,6 +545,11 @@ dlock__lease *dlock__lease_new(dlock_client *c, const dlock__lease_ops *ops, con
 /* The acquire succeeded; it was sent at sent_at_ms (monotonic), so the lease runs to
  * sent_at_ms + watchdog_ms unless renewed. */
 void dlock__lease_held(dlock__lease *lease, int64_t sent_at_ms);
+/* The hold's bound (dlock_options.max_hold_ms): from until_ms (monotonic) on the lease is
+ * renewed no more, and when it runs out the owner is told DLOCK_LOST_MAX_HOLD. 0: none.
+ * Set it before dlock__lease_held; a lease registered again for the same hold gets the
+ * same until_ms, so the bound counts from the hold's first acquisition. */
+void dlock__lease_bound(dlock__lease *lease, int64_t until_ms);
 /* Stop renewing (the release starts, the acquire failed, the handle goes): the registry
  * frees the lease; the caller must not use it again. */
 void dlock__lease_drop(dlock__lease *lease);

@@ -33,6 +33,12 @@
  * every held lease at once instead of at the next tick: a lease the new master lacks (the
  * replica had not received it) is reported lost as soon as the new master can say so.
  *
+ * A lease may have a bound (dlock_options.max_hold_ms): a time after which no tick renews
+ * it. It is not deleted then: others trust its lease, not the holder, and a holder past
+ * its bound may still be at work, so the lock stays its until the lease runs out in Redis
+ * (at most watchdog_ms after the bound). The expiry timer reports it lost then, with the
+ * bound's reason, as any lease whose confirmed time ran out.
+ *
  * A lease is registered (pending) before its acquire is sent and dropped as soon as its
  * release starts, so a renewal can never resurrect a lock its owner is releasing, and a
  * release can never run ahead of the registration. A lease named by a renewal call still
@@ -41,6 +47,7 @@
 #include <string.h>
 
 #include "core.h"
+#include "dlock/lock.h" /* DLOCK_LOST_MAX_HOLD */
 #include "reply_shape.h"
 
 enum lease_state { L_PENDING, L_HELD, L_GONE };
@@ -53,6 +60,7 @@ struct dlock__lease {
     char *key, *field;
     size_t key_len, field_len;
     int64_t confirmed_until_ms;
+    int64_t bound_until_ms; /* renewed only before this (monotonic ms); 0: no bound */
     enum lease_state state;
     int batches_in_flight;
 };
@@ -148,13 +156,22 @@ static void declare_lost(dlock__renew *r, dlock__lease *l, int reason, const cha
         lease_free(l);
 }
 
+static bool past_bound(const dlock__lease *l, int64_t now) {
+    return l->bound_until_ms != 0 && now >= l->bound_until_ms;
+}
+
 static void on_expiry(dlock__timer *t, void *arg) {
     (void)t;
     dlock_client *c = arg;
     dlock__renew *r = &c->renew;
     int64_t now = dlock__now_ms();
-    while (r->held_head && r->held_head->confirmed_until_ms <= now)
-        declare_lost(r, r->held_head, DLOCK_ECONN, "not confirmed before its lease ran out");
+    while (r->held_head && r->held_head->confirmed_until_ms <= now) {
+        if (past_bound(r->held_head, now))
+            declare_lost(r, r->held_head, DLOCK_LOST_MAX_HOLD,
+                         "its max_hold_ms bound was reached and its lease ran out");
+        else
+            declare_lost(r, r->held_head, DLOCK_ECONN, "not confirmed before its lease ran out");
+    }
     arm_expiry(r, c);
     if (!r->held_head)
         dlock__timer_stop(&c->sched, &r->tick_timer);
@@ -306,11 +323,14 @@ static renew_batch *open_batch(open_batches *o, dlock_client *c, enum dlock__scr
     return b;
 }
 
-/* Sends one renewal of every held lease. */
+/* Sends one renewal of every held lease not past its bound. */
 static void renew_all(dlock_client *c) {
     size_t cap = (size_t)c->opts.renew_batch;
+    int64_t now = dlock__now_ms();
     open_batches open = {0};
     for (dlock__lease *l = c->renew.held_head; l; l = l->next) {
+        if (past_bound(l, now))
+            continue; /* left to run out: the expiry timer reports it */
         renew_batch *b =
             open_batch(&open, c, l->ops->renew_script, dlock__command_node(c, l->key, l->key_len));
         if (!b)
@@ -407,6 +427,10 @@ void dlock__lease_held(dlock__lease *l, int64_t sent_at_ms) {
         dlock__timer_start(&c->sched, &r->tick_timer, tick_period_ms(c));
     if (r->held_head == l)
         arm_expiry(r, c);
+}
+
+void dlock__lease_bound(dlock__lease *l, int64_t until_ms) {
+    l->bound_until_ms = until_ms;
 }
 
 void dlock__renew_now(dlock_client *c) {

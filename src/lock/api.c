@@ -128,3 +128,17 @@ int dlock_lock_release_async(dlock_lock *l, uint64_t owner, dlock_lock_cb cb, vo
         return rc;
     return l->cls->release_async(l, owner, cb, arg);
 }
+
+/* A composite holds through its members, which carry their own bound. */
+int dlock_lock_set_max_hold(dlock_lock *l, int64_t max_hold_ms) {
+    int rc = check_lock(l);
+    if (rc)
+        return rc;
+    if (max_hold_ms < DLOCK_MAX_HOLD_CLIENT || max_hold_ms > DLOCK_MAX_TIME_MS)
+        return dlock__fail(DLOCK_EINVAL, "max_hold_ms must be from 0 to DLOCK_MAX_TIME_MS, or "
+                                         "DLOCK_MAX_HOLD_CLIENT");
+    if (!l->cls->set_max_hold)
+        return dlock__fail(DLOCK_EINVAL, "%s %s is bounded through its members: set theirs",
+                           l->cls->what, l->name);
+    return l->cls->set_max_hold(l, max_hold_ms);
+}

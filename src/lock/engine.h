@@ -58,6 +58,8 @@ struct lock_handle {
     lost_to member_lost;  /* loop thread: a composite's, while l is its member (member.h);
                              told instead of lost */
     _Atomic bool claimed; /* l is a composite's member */
+    /* dlock_lock_set_max_hold's bound, 0 none, or DLOCK_MAX_HOLD_CLIENT: the client's */
+    _Atomic int64_t max_hold_ms;
 };
 
 /* What the client knows of one lock name, whichever of its handles is used: the hold
@@ -92,7 +94,10 @@ struct hold {
     bool busy;
     lock_op *queue_head, *queue_tail; /* waiting for their turn, oldest first */
     dlock__lease *watchdog;           /* registered while a watchdog hold is taken or held */
-    char *waiter_channel;             /* the kind's channel for this owner, or NULL: the lock's */
+    /* When the watchdog stops renewing this owner's holds (monotonic ms; 0: never): the
+     * send of the acquire that took the first of them, plus its handle's bound */
+    int64_t bound_until_ms;
+    char *waiter_channel; /* the kind's channel for this owner, or NULL: the lock's */
 };
 
 /* How an op's caller hears its end: the blocking face reads the op's fields; the async

@@ -80,12 +80,23 @@ static int64_t busy_hint(lock_op *op, int64_t pttl) {
     return kind->busy_hint(&v, pttl);
 }
 
+/* When the watchdog is to stop renewing a hold op takes first: its handle's bound, or its
+ * client's, from op's send; 0 for none. */
+static int64_t bound_until(const lock_op *op) {
+    int64_t bound = op->lock->max_hold_ms;
+    if (bound == DLOCK_MAX_HOLD_CLIENT)
+        bound = dlock__client_max_hold_ms(op->lock->client);
+    return bound > 0 ? op->sent_ms + bound : 0;
+}
+
 /* Obtained: the hold as Redis counts it, its token, and its lease renewed from the send. */
 static void acquired(lock_op *op, const dlock__shape_values *got) {
     hold *h = op->hold;
     int64_t holds = got->value[1];
     if (holds <= h->count) /* fewer than one more: the owner's earlier holds vanished */
         dlock__holds_lost(h, DLOCK_ELOST);
+    if (h->count == 0) /* the owner's first hold: a reentrant one keeps the first's bound */
+        h->bound_until_ms = bound_until(op);
     h->line = (holds > 1 && h->line) || got->value[0] == 2;
     h->count = holds;
     h->lease_ms = op->lease_ms;
@@ -95,8 +106,10 @@ static void acquired(lock_op *op, const dlock__shape_values *got) {
     }
     if (op->lease_ms == DLOCK_WATCHDOG && !h->watchdog)
         dlock__hold_watch(op->lock, h); /* lost while this acquire was in flight: again */
-    if (h->watchdog)
+    if (h->watchdog) {
+        dlock__lease_bound(h->watchdog, h->bound_until_ms);
         dlock__lease_held(h->watchdog, op->sent_ms);
+    }
 }
 
 /* What the kind's script may answer this owner: a fenced lock's token rises above the

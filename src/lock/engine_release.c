@@ -45,6 +45,7 @@ static void restore_lease(lock_op *op, int status) {
         dlock__hold_settled(op, status, -1);
         return;
     }
+    dlock__lease_bound(h->watchdog, h->bound_until_ms); /* the hold's, not a new one */
     op->refused = status;
     dlock__args a = {0};
     dlock__args_str(&a, l->base.name);

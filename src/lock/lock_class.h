@@ -47,6 +47,9 @@ typedef struct dlock__lock_class {
     int (*token_of)(dlock_lock *l, uint64_t owner, uint64_t *out);
 
     int (*on_lost)(dlock_lock *l, dlock_lost_cb cb, void *arg);
+    /* Any thread, no I/O; max_hold_ms checked. NULL: the class has no bound of its own
+     * (a composite's holds are its members'), and the call is DLOCK_EINVAL. */
+    int (*set_max_hold)(dlock_lock *l, int64_t max_hold_ms);
     /* From dlock_lock_free (any thread, l not NULL): the class's free protocol. */
     void (*free)(dlock_lock *l);
 } dlock__lock_class;

@@ -61,6 +61,7 @@ int dlock__lock_create(dlock_client *c, const char *name, const dlock__lock_kind
     l->client = c;
     l->kind = kind;
     l->fenced = fenced;
+    l->max_hold_ms = DLOCK_MAX_HOLD_CLIENT;
     l->base.name = dlock__strdup(name);
     l->channel = dlock__name_prefixed("redisson_lock__channel", name);
     l->token_key = fenced ? dlock__name_prefixed("redisson_lock_token", name) : NULL;
@@ -181,6 +182,12 @@ static int on_lost(dlock_lock *l, dlock_lost_cb cb, void *arg) {
     return dlock__lock_set_lost(handle_of(l), false, (lost_to){cb, arg});
 }
 
+/* Read by the loop thread when an owner's first hold is taken (engine_acquire.c). */
+static int set_max_hold(dlock_lock *l, int64_t max_hold_ms) {
+    handle_of(l)->max_hold_ms = max_hold_ms;
+    return DLOCK_OK;
+}
+
 const dlock__lock_class dlock__ordinary_class = {
     .what = "lock",
     .check = dlock__ordinary_check,
@@ -195,5 +202,6 @@ const dlock__lock_class dlock__ordinary_class = {
     .ttl = ttl,
     .token_of = token_of,
     .on_lost = on_lost,
+    .set_max_hold = set_max_hold,
     .free = dlock__ordinary_free,
 };
