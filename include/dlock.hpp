@@ -78,7 +78,8 @@ namespace dlock {
 
 /* ---- errors ------------------------------------------------------------------------------- */
 
-/* The C codes of dlock/error.h, by name. A code the C library adds later still arrives as an
+/* The C codes of dlock/error.h, by name, and the lost-lease callback's one reason that is
+ * not among them (max_hold_reached). A code the C library adds later still arrives as an
  * error_code of error_category() (its message is dlock_strerror's) before it has a name
  * here. */
 enum class errc : int {
@@ -96,6 +97,9 @@ enum class errc : int {
     would_deadlock = DLOCK_EDEADLK,
     no_permission = DLOCK_ENOPERM,
     no_space = DLOCK_ENOSPC,
+    /* only as a lost-lease reason: the watchdog stopped renewing the hold at its bound
+     * (lockable::set_max_hold, dlock_options.max_hold_ms) and the lease ran out */
+    max_hold_reached = DLOCK_LOST_MAX_HOLD,
 };
 
 namespace detail {
@@ -106,6 +110,8 @@ class error_category_impl final : public std::error_category {
         return "dlock";
     }
     std::string message(int code) const override {
+        if (code == DLOCK_LOST_MAX_HOLD) /* a lost-lease reason, not a DLOCK_E* code */
+            return "hold reached its bound (max_hold_ms)";
         return dlock_strerror(code);
     }
 
@@ -162,6 +168,10 @@ inline std::uint64_t this_thread_owner() noexcept {
 
 /* The lease of a hold kept until released, renewed by the client's watchdog. */
 inline constexpr std::chrono::milliseconds watchdog{DLOCK_WATCHDOG};
+
+/* The bound of a lock's watchdog holds that is the client's dlock_options.max_hold_ms
+ * (lockable::set_max_hold). */
+inline constexpr std::chrono::milliseconds client_max_hold{DLOCK_MAX_HOLD_CLIENT};
 
 /* dlock_options with dlock_options_init's defaults (url NULL: $DLOCK_URL, else
  * redis://127.0.0.1:6379). Set fields on the copy, then make a client from it. */
@@ -379,8 +389,9 @@ class lockable {
   public:
     /* Called once per lost lease, on the client's I/O thread, with the owner whose hold was
      * lost and the reason (errc::lost: the lock was found gone or taken; errc::connection: no
-     * renewal was confirmed in time). It must be quick, must not make blocking dlock calls
-     * and must not throw (an exception ends the program: it cannot cross the C library). */
+     * renewal was confirmed in time; errc::max_hold_reached: the hold reached its bound). It must
+     * be quick, must not make blocking dlock calls and must not throw (an exception ends the
+     * program: it cannot cross the C library). */
     using lost_handler = std::function<void(std::uint64_t owner, std::error_code reason)>;
 
     lockable(const lockable &) = delete;
@@ -406,6 +417,21 @@ class lockable {
     std::chrono::milliseconds lease() const noexcept {
         return std::chrono::milliseconds(lease_ms_);
     }
+
+    /* How long a watchdog hold taken from now on may last (dlock_lock_set_max_hold): a
+     * positive bound, 0 ms none, dlock::client_max_hold the client's max_hold_ms (the
+     * default). At the bound the watchdog stops renewing, the lease runs out, the lost-lease
+     * callback says errc::max_hold_reached and unlock says errc::lost. A composite has no
+     * bound of its own (errc::invalid): bound its members. */
+    void set_max_hold(std::chrono::milliseconds bound, std::error_code &ec) noexcept {
+        ec = detail::code(dlock_lock_set_max_hold(handle_, bound.count()));
+    }
+#if DLOCK_CXX_EXCEPTIONS
+    void set_max_hold(std::chrono::milliseconds bound) {
+        detail::throw_if(detail::code(dlock_lock_set_max_hold(handle_, bound.count())),
+                         "dlock_lock_set_max_hold");
+    }
+#endif
 
     /* dlock_lock_acquire: blocks until the calling thread holds it. */
     void lock(std::error_code &ec) noexcept {

@@ -120,6 +120,7 @@ constexpr bool errc_names(int code) {
     case dlock::errc::would_deadlock:
     case dlock::errc::no_permission:
     case dlock::errc::no_space:
+    case dlock::errc::max_hold_reached:
         return true;
     }
     return false;
@@ -604,6 +605,46 @@ void test_lost_callback() {
     lock.on_lost(nullptr); /* removed */
 }
 
+/* A bound on a hold: at it the watchdog stops renewing, the lease runs out, and the
+ * lost-lease callback says errc::max_hold_reached. */
+void test_max_hold() {
+    dlock_options o = dlock::options();
+    o.url = url.c_str();
+    o.watchdog_ms = 9000; /* as in test_lost_callback: a renewal has 6 s to be confirmed */
+    dlock::client c(o);
+    std::atomic<int> calls{0};
+    std::atomic<int> reason{0};
+    dlock::reentrant_lock lock(c, "cxx:bounded");
+    std::error_code ec;
+    lock.set_max_hold(-2ms, ec);
+    CHECK_EC(ec, dlock::errc::invalid);
+    {
+        dlock::multi_lock composite({lock});
+        composite.set_max_hold(1s, ec); /* bounded through its members only */
+        CHECK_EC(ec, dlock::errc::invalid);
+    }
+    lock.on_lost([&](std::uint64_t, std::error_code why) {
+        reason = why.value();
+        calls++;
+    });
+    lock.set_max_hold(1s);
+    const auto start = steady::now(); /* before the acquire, from which the bound counts */
+    lock.lock();
+    CHECK(eventually([&] { return calls.load() > 0; }, 60s));
+    CHECK(steady::now() - start >= 1s);
+    const std::error_code why(reason.load(), dlock::error_category());
+    CHECK_EC(why, dlock::errc::max_hold_reached);
+    CHECK(why.message() == "hold reached its bound (max_hold_ms)");
+    lock.unlock(ec);
+    CHECK_EC(ec, dlock::errc::lost);
+    lock.set_max_hold(dlock::client_max_hold); /* the client's again: none */
+    {
+        std::lock_guard<dlock::reentrant_lock> hold(lock);
+        CHECK(lock.is_held());
+    }
+    CHECK(calls.load() == 1);
+}
+
 /* ---- semaphore and latch ------------------------------------------------------------------ */
 
 void test_semaphore(dlock::client &c) {
@@ -688,6 +729,8 @@ int main() {
     std::puts("ok - moves");
     test_lost_callback();
     std::puts("ok - lost-lease callback");
+    test_max_hold();
+    std::puts("ok - max hold");
     redis_fixture_stop(server);
     return 0;
 }
