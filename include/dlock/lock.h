@@ -166,7 +166,8 @@ DLOCK_EXTERN int dlock_lock_token_of(dlock_lock *l, uint64_t owner, uint64_t *ou
 
 /* The lost callback's reason when a watchdog hold ran out because it reached its bound
  * (dlock_options.max_hold_ms, dlock_lock_set_max_hold): positive, so unlike every DLOCK_E*
- * code. The owner's release then says DLOCK_ELOST, as for any lost hold. */
+ * code; dlock_err_name and dlock_strerror name it. The owner's release then says
+ * DLOCK_ELOST, as for any lost hold. */
 #define DLOCK_LOST_MAX_HOLD 1
 
 /* Called once per lost lease, on the loop thread, with the owner whose holds were lost

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "dlock/lock.h" /* DLOCK_LOST_MAX_HOLD, a lost callback's reason */
 #include "dlock/version.h"
 #include "dlock_int.h"
 
@@ -20,6 +21,8 @@ const char *dlock_strerror(int err) {
         return text;
         DLOCK_ERRNO_MAP(DLOCK_ERRNO_TEXT_)
 #undef DLOCK_ERRNO_TEXT_
+    case DLOCK_LOST_MAX_HOLD:
+        return "the hold reached its max_hold_ms bound and its lease ran out";
     default:
         return "unknown error";
     }
@@ -34,6 +37,8 @@ const char *dlock_err_name(int err) {
         return "DLOCK_" #name;
         DLOCK_ERRNO_MAP(DLOCK_ERRNO_NAME_)
 #undef DLOCK_ERRNO_NAME_
+    case DLOCK_LOST_MAX_HOLD:
+        return "DLOCK_LOST_MAX_HOLD";
     default:
         return "DLOCK_UNKNOWN";
     }

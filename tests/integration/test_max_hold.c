@@ -239,6 +239,9 @@ static void test_bad_client_bounds_are_einval(void **state) {
     dlock_options o;
     dlock_options_init(&o);
     assert_int_equal(o.max_hold_ms, 0);
+    /* the lost callback's reason prints as itself */
+    assert_string_equal(dlock_err_name(DLOCK_LOST_MAX_HOLD), "DLOCK_LOST_MAX_HOLD");
+    assert_non_null(strstr(dlock_strerror(DLOCK_LOST_MAX_HOLD), "max_hold_ms"));
     dlock_client *c = bounded_client(f, DLOCK_MAX_TIME_MS);
     dlock_client_free(c);
     redis_fixture_stop(f);
