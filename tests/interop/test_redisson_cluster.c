@@ -11,6 +11,10 @@
  * find each other inside (rounds counted on a referee server of their own). The names are spread so
  * that the scenes run on different masters.
  *
+ * It takes 25-35 s alone and up to 90 s beside other tests: every scene starts a JVM (a
+ * Redisson client cannot be asked twice from one redisson-cli run), and the fixture is a 6-node
+ * cluster.
+ *
  * Skipped (exit 77, the reason printed) without $DLOCK_REDISSON_CLI. */
 #include <setjmp.h>
 #include <stdarg.h>

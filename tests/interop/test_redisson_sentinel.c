@@ -12,6 +12,10 @@
  * their own). Both clients wait for the replica on their
  * writes (dlock's sync_replicas=auto, Redisson's synced-slaves check): the replica is up.
  *
+ * It takes 25-35 s alone and up to 90 s beside other tests: every scene starts a JVM (a
+ * Redisson client cannot be asked twice from one redisson-cli run), and the fixture is five servers
+ * (a master, a replica, three sentinels).
+ *
  * Skipped (exit 77, the reason printed) without $DLOCK_REDISSON_CLI. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -15,6 +15,9 @@
 #      static) and with pkg-config (shared); then dpkg --purge, and no file of the packages
 #      is left.
 #
+# It takes one to two minutes: dpkg-buildpackage builds the library once more, lintian reads
+# every package, and the consumer is built four ways.
+#
 # Exit 77 (ctest: skipped), saying why, when dpkg-buildpackage, debhelper or lintian are
 # missing (scripts/deps.sh installs them), and after steps 1-3 when not root or when dlock
 # packages are installed already (the test would replace and then remove them).
