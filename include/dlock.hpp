@@ -38,8 +38,9 @@
  * holds). Holds are reentrant for every kind.
  *
  * Times. A wait (try_lock_for, try_acquire_for, ...) is rounded UP to whole milliseconds,
- * so a call never gives up sooner than asked: 1 us waits up to 1 ms. Zero or less is one
- * attempt (try_lock() is exactly that). A wait longer than DLOCK_MAX_TIME_MS (ten years) is
+ * plus one (the C library's deadlines are whole ms, which may end a wait of N ms up to 1 ms
+ * early), so a call never gives up sooner than asked: 1 us waits up to 2 ms. Zero or less
+ * is one attempt (try_lock() is exactly that). A wait longer than DLOCK_MAX_TIME_MS (ten years) is
  * DLOCK_FOREVER. A *_until call turns its time point into a wait once, when it starts, with
  * the time point's own clock (steady_clock or system_clock); a system_clock change during
  * the wait does not move it. A lease (lockable::set_lease) is dlock::watchdog (the default:
@@ -145,10 +146,24 @@ class error_category_impl final : public std::error_category {
 
 } // namespace detail
 
+namespace detail {
+
+/* Holds the category and never destroys it: a client destroyed while the program exits may
+ * still hand a lost-lease callback an error_code that refers to it. */
+union category_storage {
+    error_category_impl category;
+    category_storage() noexcept : category() {
+    }
+    ~category_storage() {
+    }
+};
+
+} // namespace detail
+
 /* The category of every dlock error: one object per program. */
 inline const std::error_category &error_category() noexcept {
-    static const detail::error_category_impl category;
-    return category;
+    static detail::category_storage storage;
+    return storage.category;
 }
 
 inline std::error_code make_error_code(errc e) noexcept {
@@ -200,17 +215,19 @@ inline bool obtained(int rc, std::error_code &ec) noexcept {
     return rc == DLOCK_OK;
 }
 
-/* A wait in ms for the C API: rounded up, so a call never gives up sooner than asked; zero,
- * negative (and NaN) are one attempt; above DLOCK_MAX_TIME_MS, for ever. Compared as long
- * double first, so that no duration, however long or fine, overflows on the way. */
+/* A wait in ms for the C API, so that a call never gives up sooner than asked: rounded up,
+ * plus one, because the C library keeps a deadline in whole ms of a clock it reads
+ * truncated (a wait of N ms may end up to 1 ms early). Zero, negative (and NaN) are one
+ * attempt; above DLOCK_MAX_TIME_MS, for ever. Compared as long double first, so that no
+ * duration, however long or fine, overflows on the way. */
 template <class Rep, class Period>
 std::int64_t wait_ms(const std::chrono::duration<Rep, Period> &d) noexcept {
     const long double ms = std::chrono::duration<long double, std::milli>(d).count();
     if (!(ms > 0))
         return 0;
-    if (ms > static_cast<long double>(DLOCK_MAX_TIME_MS))
+    if (ms > static_cast<long double>(DLOCK_MAX_TIME_MS - 1))
         return DLOCK_FOREVER;
-    return std::chrono::ceil<std::chrono::milliseconds>(d).count();
+    return std::chrono::ceil<std::chrono::milliseconds>(d).count() + 1;
 }
 
 /* The wait until t, measured on t's clock now. */
