@@ -232,17 +232,30 @@ void soak_lost_event(const char *what, int reason) {
     pthread_mutex_unlock(&lost_mu);
 }
 
-static const fault_window *window_around(const fault_window *w, long n, int64_t t) {
+/* A release that finds its hold lost (DLOCK_ELOST, DLOCK_ENOTOWNER) reports a loss that
+ * happened at any time since the acquire: up to a long holder's hold (10 s) before it. */
+#define RELEASE_LOOKBACK_MS 10000
+
+static const fault_window *window_around(const fault_window *w, long n, int64_t t,
+                                         int64_t lookback) {
     for (long i = 0; i < n; i++)
-        if (t >= w[i].start_ms - 500 && t <= w[i].end_ms + grace_ms())
+        if (t >= w[i].start_ms - 500 && t - lookback <= w[i].end_ms + grace_ms())
             return &w[i];
     return NULL;
 }
 
 /* The fault or stall whose window explains an event at t, or NULL. */
+static const fault_window *explaining(int64_t t, int64_t lookback) {
+    const fault_window *w = window_around(faults, atomic_load(&fault_count), t, lookback);
+    return w ? w : window_around(stalls, atomic_load(&stall_count), t, lookback);
+}
+
 static const fault_window *explaining_fault(int64_t t) {
-    const fault_window *w = window_around(faults, atomic_load(&fault_count), t);
-    return w ? w : window_around(stalls, atomic_load(&stall_count), t);
+    return explaining(t, 0);
+}
+
+static const fault_window *explaining_loss(const lost_event *e) {
+    return explaining(e->at_ms, strstr(e->what, "release") ? RELEASE_LOOKBACK_MS : 0);
 }
 
 bool soak_in_fault_window(int64_t t_ms) {
@@ -260,7 +273,7 @@ long soak_lost_unexplained(void) {
     pthread_mutex_lock(&lost_mu);
     long n = lost_count < MAX_LOST ? lost_count : MAX_LOST, bad = 0;
     for (long i = 0; i < n; i++)
-        if (!explaining_fault(losts[i].at_ms))
+        if (!explaining_loss(&losts[i]))
             bad++;
     bad += lost_count - n; /* events the log had no room for cannot be explained */
     pthread_mutex_unlock(&lost_mu);
@@ -311,7 +324,7 @@ void soak_faults_report(const char *dir) {
     if (f)
         fprintf(f, "at_s,reason,what,explained_by\n");
     for (long i = 0; i < m; i++) {
-        const fault_window *w = explaining_fault(losts[i].at_ms);
+        const fault_window *w = explaining_loss(&losts[i]);
         if (f)
             fprintf(f, "%.3f,%s,%s,%s\n", (double)losts[i].at_ms / 1000.0,
                     dlock_err_name(losts[i].reason), losts[i].what, w ? w->what : "NOTHING");
