@@ -215,6 +215,9 @@ def main():
         ("calls per second", [("calls", rate)]),
         ("reconnects", [(c, col(c + ".reconnects")) for c in clients]),
     ]
+    # A series an older soak did not sample has no panel.
+    panels = [(name, [l for l in lines if l[1]]) for name, lines in panels]
+    panels = [(name, lines) for name, lines in panels if lines]
     cols, pw, ph = 3, 420, 190
     nrows = (len(panels) + cols - 1) // cols
     cv = Canvas(cols * pw + 20, nrows * ph + 50)
@@ -222,8 +225,7 @@ def main():
     cv.text(12, 10, title, BLACK, 2)
     for i, (name, lines) in enumerate(panels):
         x, y = 12 + (i % cols) * pw, 40 + (i // cols) * ph
-        panel(cv, x, y, pw - 24, ph - 14, name, t, [l for l in lines if l[1]], warmup, faults,
-              t_end)
+        panel(cv, x, y, pw - 24, ph - 14, name, t, lines, warmup, faults, t_end)
     cv.png(png)
     print("plot.py: wrote %s" % png)
 
