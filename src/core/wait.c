@@ -620,9 +620,15 @@ bool dlock__message_count(const char *msg, size_t len, int64_t *available) {
     return true;
 }
 
+/* The clock counts whole ms, so "now" is up to 1 ms behind the true time: a deadline of
+ * now + wait_ms could come up to 1 ms before wait_ms had passed, and a caller that asked for
+ * 200 ms could be told DLOCK_ETIMEDOUT after 199.7. A wait is never cut short: its deadline
+ * is a ms further (wait 0 stays one attempt, whatever the clock says). */
 int64_t dlock__deadline_ms(int64_t wait_ms) {
     int64_t now = dlock__now_ms();
     if (wait_ms < 0)
-        return INT64_MAX;           /* for ever */
-    return due_after(now, wait_ms); /* so far off that it is the same */
+        return INT64_MAX; /* for ever */
+    if (wait_ms == 0)
+        return now;
+    return due_after(now + 1, wait_ms); /* so far off that it is the same */
 }
