@@ -447,6 +447,7 @@ void dlock__link_stop(dlock__link *link) {
     dlock__timer_stop(&link->client->sched, &link->timer);
     drop_connection(link);
     link->state = LINK_IDLE; /* failures stay: a node that keeps failing keeps its backoff */
+    link->ready_ms = 0;      /* its next connection, when one is wanted, is no reconnect */
 }
 
 bool dlock__link_awaits(const dlock__link *link, dlock__link_reply_fn fn, const void *arg) {
