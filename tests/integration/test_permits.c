@@ -193,8 +193,11 @@ test_holder_process_killed_with_sigkill_gives_its_permit_back_within_its_lease(v
     zentry z[2];
     assert_int_equal(timeout_set(f, "{crashed}:timeout", z, 2), 1);
     assert_int_equal(z[0].raw_len, 16);
-    long long left_ms = z[0].score - server_time_ms(f);
+    /* the local time is read before the server's: the lease ends no sooner than left_ms
+     * after it (read after, a slow TIME reply would move that point late, and "not before
+     * the lease ended" would demand more than the lease) */
     int64_t left_read_at = test_now_ms();
+    long long left_ms = z[0].score - server_time_ms(f);
     ASSERT_BETWEEN(left_ms, -test_slack_ms(1000), lease_ms);
 
     dlock_client *c = connect_client(f);
