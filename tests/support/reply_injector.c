@@ -47,6 +47,7 @@ struct reply_injector {
     int nconns;
     /* the armed rule */
     enum rule_kind kind;
+    bool every; /* the rule stays armed after it fired (reply_injector_replace_every) */
     char pattern[64];
     char *bytes;
     size_t len;
@@ -139,10 +140,17 @@ static void on_request(reply_injector *p, pconn *c, const char *req, size_t len)
     pthread_mutex_lock(&p->mu);
     if (p->kind != RULE_NONE && !c->rule_bytes && contains_nocase(req, len, p->pattern)) {
         mark = (unsigned char)p->kind;
-        c->rule_bytes = p->bytes;
         c->rule_len = p->len;
-        p->bytes = NULL;
-        p->kind = RULE_NONE;
+        if (p->every) { /* the rule stays: this request gets a copy of its bytes */
+            c->rule_bytes = malloc(p->len ? p->len : 1);
+            if (!c->rule_bytes)
+                abort();
+            memcpy(c->rule_bytes, p->bytes, p->len);
+        } else {
+            c->rule_bytes = p->bytes;
+            p->bytes = NULL;
+            p->kind = RULE_NONE;
+        }
     }
     pthread_mutex_unlock(&p->mu);
     if (c->mark_count < MAX_MARKS)
@@ -325,8 +333,8 @@ const char *reply_injector_url(const reply_injector *p) {
     return p->url;
 }
 
-static void arm(reply_injector *p, enum rule_kind kind, const char *pattern, const char *bytes,
-                size_t len) {
+static void arm(reply_injector *p, enum rule_kind kind, bool every, const char *pattern,
+                const char *bytes, size_t len) {
     char *copy = malloc(len ? len : 1);
     if (!copy)
         abort();
@@ -336,16 +344,22 @@ static void arm(reply_injector *p, enum rule_kind kind, const char *pattern, con
     p->bytes = copy;
     p->len = len;
     p->kind = kind;
+    p->every = every;
     snprintf(p->pattern, sizeof(p->pattern), "%s", pattern);
     pthread_mutex_unlock(&p->mu);
 }
 
 void reply_injector_after(reply_injector *p, const char *pattern, const char *bytes, size_t len) {
-    arm(p, RULE_AFTER, pattern, bytes, len);
+    arm(p, RULE_AFTER, false, pattern, bytes, len);
 }
 
 void reply_injector_replace(reply_injector *p, const char *pattern, const char *bytes, size_t len) {
-    arm(p, RULE_REPLACE, pattern, bytes, len);
+    arm(p, RULE_REPLACE, false, pattern, bytes, len);
+}
+
+void reply_injector_replace_every(reply_injector *p, const char *pattern, const char *bytes,
+                                  size_t len) {
+    arm(p, RULE_REPLACE, true, pattern, bytes, len);
 }
 
 int reply_injector_fired(reply_injector *p) {

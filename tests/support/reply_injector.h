@@ -12,8 +12,11 @@
  * bytes contain `pattern` (case-insensitive) on any connection, and fires once:
  *   - after:   the server's reply to that request is forwarded, then `bytes`;
  *   - replace: `bytes` is sent instead of the server's reply to it.
- * Arming replaces a rule that has not fired yet. Thread safety: every call from any thread;
- * reply_injector_stop must not race with the others. SIGPIPE is never raised. */
+ * Arming replaces a rule that has not fired yet. reply_injector_replace_every arms a replace
+ * that never disarms: every matching request gets `bytes` (a client that asks again, as a
+ * Sentinel client does within its connect timeout, hears the same answer). Thread safety: every
+ * call from any thread; reply_injector_stop must not race with the others. SIGPIPE is never raised.
+ */
 #ifndef DLOCK_TEST_REPLY_INJECTOR_H
 #define DLOCK_TEST_REPLY_INJECTOR_H
 
@@ -33,6 +36,8 @@ const char *reply_injector_url(const reply_injector *p);
 /* Arms a rule (see above); bytes are copied. */
 void reply_injector_after(reply_injector *p, const char *pattern, const char *bytes, size_t len);
 void reply_injector_replace(reply_injector *p, const char *pattern, const char *bytes, size_t len);
+void reply_injector_replace_every(reply_injector *p, const char *pattern, const char *bytes,
+                                  size_t len);
 
 /* How many rules have fired since start. */
 int reply_injector_fired(reply_injector *p);
