@@ -176,7 +176,10 @@ static void failover_under_load(int (*fail_over)(sentinel_fixture *), const char
     load ld = {0};
     worker w[WORKERS];
     load_start(&ld, w);
-    test_sleep_ms(500); /* sections on the first master */
+    /* sections on the first master: waited for, not assumed after a fixed 500 ms (a busy
+     * machine had made none by then) */
+    bool started = false;
+    POLL_UNTIL(started, atomic_load(&ld.sections) > 0, test_prompt_ms());
     long before = atomic_load(&ld.sections);
     int old_master = sentinel_fixture_master_index(fx);
     int64_t start = test_now_ms();
@@ -190,10 +193,12 @@ static void failover_under_load(int (*fail_over)(sentinel_fixture *), const char
                what, i, (long long)(back - start), (long long)(back - promoted));
     }
     long at_promotion = atomic_load(&ld.sections);
-    test_sleep_ms(500); /* sections on the new master */
-    assert_true(before > 0);
-    assert_true(atomic_load(&ld.sections) > at_promotion);
+    /* sections on the new master */
+    bool more = false;
+    POLL_UNTIL(more, atomic_load(&ld.sections) > at_promotion, test_prompt_ms());
     load_stop_and_check(&ld, w);
+    assert_true(started && before > 0);
+    assert_true(more);
 }
 
 static void
