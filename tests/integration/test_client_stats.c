@@ -18,28 +18,12 @@
 #include "harness.h"
 #include "redis_fixture.h"
 #include "test_util.h"
+#include "stats_helpers.h"
 
 #define BUDGET_S 60
 /* A renewal every second: two come soon, and a loaded machine (valgrind) does not lose the
  * lease, which takes a renewal 2 s late (600 ms lost it under valgrind). */
 #define WATCHDOG_MS 3000
-
-static dlock_stats stats_of(dlock_client *c) {
-    dlock_stats s;
-    dlock_stats_init(&s);
-    ASSERT_OK(dlock_client_stats(c, &s));
-    return s;
-}
-
-/* Polls until field of c's stats satisfies cond (a comparison against `v`). */
-#define POLL_STAT(c, field, cond)                                                                  \
-    do {                                                                                           \
-        bool ok_ = false;                                                                          \
-        long long v = 0;                                                                           \
-        POLL_UNTIL(ok_, (v = (long long)stats_of(c).field, (cond)), slack_ms(3000));               \
-        if (!ok_)                                                                                  \
-            fail_msg("stats." #field " = %lld, expected %s", v, #cond);                            \
-    } while (0)
 
 typedef struct waiter {
     dlock_lock *l;

@@ -23,6 +23,7 @@
 #include "harness.h"
 #include "redis_fixture.h"
 #include "test_util.h"
+#include "stats_helpers.h"
 
 #define BUDGET_S 60
 #define WATCHDOG_MS 3000
@@ -305,22 +306,6 @@ static void assert_sample(const exposition *e, const char *name, double want) {
 }
 
 /* ---- the tests ---------------------------------------------------------------------------- */
-
-static dlock_stats stats_of(dlock_client *c) {
-    dlock_stats s;
-    dlock_stats_init(&s);
-    ASSERT_OK(dlock_client_stats(c, &s));
-    return s;
-}
-
-#define POLL_STAT(c, field, cond)                                                                  \
-    do {                                                                                           \
-        bool ok_ = false;                                                                          \
-        long long v = 0;                                                                           \
-        POLL_UNTIL(ok_, (v = (long long)stats_of(c).field, (cond)), slack_ms(3000));               \
-        if (!ok_)                                                                                  \
-            fail_msg("stats." #field " = %lld, expected %s", v, #cond);                            \
-    } while (0)
 
 typedef struct waiter {
     dlock_lock *l;
