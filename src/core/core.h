@@ -429,14 +429,20 @@ typedef struct dlock__renew {
     dlock__timer expiry_timer;   /* the earliest confirmed_until_ms */
     uint64_t ticks, renew_calls; /* counters for tests and diagnostics */
     uint64_t renew_answers;      /* renew_calls settled (answered, failed or canceled) */
+    int short_leases;            /* holds on a lease shorter than watchdog_ms, unconfirmed */
+    int64_t short_lease_ms;      /* (a lock's grant: dlock__renew_short_lease) and its ms */
 } dlock__renew;
 
 void dlock__renew_init(dlock__renew *r, dlock_client *c);
-/* The shortest lease the watchdog keeps or is about to keep (an acquire in flight), 0 when
- * it keeps none; each is watchdog_ms long. The links' reconnect backoff stays below a third
- * of it (link.c). Inline, as a field read: the transport may not call up into renew.c. */
+/* The shortest lease the watchdog keeps or is about to keep (an acquire in flight), or a
+ * short lease a hold stands on until confirmed; 0 when there is none. The links' reconnect
+ * backoff stays below a third of it (link.c). Inline, as a field read: the transport may
+ * not call up into renew.c. */
 static inline int64_t dlock__renew_shortest_lease_ms(const dlock__renew *r, int64_t watchdog_ms) {
-    return r->held_head || r->pending ? watchdog_ms : 0;
+    int64_t shortest = r->held_head || r->pending ? watchdog_ms : 0;
+    if (r->short_leases > 0 && (shortest == 0 || r->short_lease_ms < shortest))
+        shortest = r->short_lease_ms;
+    return shortest;
 }
 void dlock__renew_close(dlock__renew *r, dlock_client *c); /* forgets every lease, no callback */
 /* Renews every held lease now, not at the next tick (the client landed on a new master). */

@@ -532,6 +532,17 @@ void dlock__wait_kick(dlock_client *c, const char *channel, int n);
 
 /* ---- the watchdog (renew.c) ------------------------------------------------------------ */
 
+/* A hold stands on a short lease of ms until a command in flight confirms a longer one (a
+ * lock's grant, src/lock/engine_grant.c): while any does (held true, then false once its
+ * confirmation is answered), the client reconnects within a third of the shortest such
+ * lease, as it does for watchdog leases, so that the confirmation can land in time. */
+void dlock__renew_short_lease(dlock_client *c, int64_t ms, bool held);
+
+/* Whether the command connection (not a Cluster's) has been up for a second (link.c): one
+ * that drops now comes back at once, so a command sent on it lands within a round trip or
+ * two. A hold on a short lease is taken only then (the lock's grant, engine_grant.c). */
+bool dlock__client_commands_steady(const dlock_client *c);
+
 /* A lease the watchdog keeps alive: one (key, field) held by one owner with lease
  * DLOCK_WATCHDOG. Every watchdog_ms/3 the core renews every held lease of the client,
  * renew_batch per script call, all calls pipelined in one write. */

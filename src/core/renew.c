@@ -429,6 +429,17 @@ void dlock__lease_held(dlock__lease *l, int64_t sent_at_ms) {
         arm_expiry(r, c);
 }
 
+void dlock__renew_short_lease(dlock_client *c, int64_t ms, bool held) {
+    dlock__renew *r = &c->renew;
+    if (held) {
+        if (r->short_leases == 0 || ms < r->short_lease_ms)
+            r->short_lease_ms = ms;
+        r->short_leases++;
+    } else if (r->short_leases > 0) {
+        r->short_leases--;
+    }
+}
+
 void dlock__lease_bound(dlock__lease *l, int64_t until_ms) {
     l->bound_until_ms = until_ms;
 }

@@ -129,6 +129,8 @@ struct lock_op {
      * the grant's own lease runs out at the earliest (monotonic ms) */
     uint64_t grant_sends;
     int64_t grant_lapse_ms;
+    dlock__timer grant_lapse;  /* shortly before grant_lapse_ms: unconfirmed by then, lost */
+    bool grant_lost;           /* the hold was reported lost before the confirmation came */
     int given_back_ends;       /* acquire: what the attempt ends with once its give-back is done
                                   (dlock__op_unacked) */
     bool report_lost;          /* release: a lost hold is reported by this release, which still

@@ -21,6 +21,9 @@
  *     (this clock's grain). The later of the two is when it began at the earliest;
  *   - at most half of turn_ms has passed since then, so the lock is the owner's for at
  *     least the other half, whatever the message's delay;
+ *   - the command connection has been up for a second (dlock__client_commands_steady):
+ *     dropped now, it comes back at once, so the confirmation below lands in time; one
+ *     that keeps dropping could keep it out past the grant's lease;
  *   - the latest attempt asked no replica to acknowledge it (?sync_replicas): a grant was
  *     acknowledged by nobody, so such a waiter attempts instead, and its attempt's WAIT does;
  *   - a fenced lock's token rises above the owner's last (0: the name had no counter).
@@ -30,11 +33,17 @@
  * A taken grant is recorded as any acquisition, and its lease set at once, before the
  * caller hears of it (so before anything the caller sends next): the kind's renew script
  * gives the hold the caller's lease (or the watchdog's) while the owner still holds it.
- * Its answer is the hold's confirmation: a watchdog lease is held from its send (until
- * then it stays pending); a hold found gone (the grant's lease ran out first) is lost, as
- * when the watchdog finds it gone; no answer leaves the watchdog lease to run out with the
- * grant's. An answer that comes after the owner sent anything else says nothing the
- * owner's later command does not say better, and is dropped. */
+ * Until its answer the hold stands on the grant's own lease (and the client reconnects
+ * within a third of it, dlock__renew_short_lease, so that a dropped connection does not
+ * keep the confirmation out), and the client keeps to what it knows of that: unconfirmed a tenth of
+ * turn_ms before the grant's lease runs out at the earliest, the hold is lost (DLOCK_ECONN: the
+ * lost callback, and the owner's next release says DLOCK_ELOST), as a watchdog lease is when no
+ * renewal could confirm it in time; a confirmation that still comes after that finds a hold nobody
+ * here believes in, and gives it back (the kind's release). The answer: a watchdog lease is held
+ * from its send (until then it stays pending); a hold found gone (the grant's lease ran out first)
+ * is lost, as when the watchdog finds it gone. An answer that comes after the owner sent anything
+ * else says nothing the owner's later command does not say better (an acquire answers a hold of its
+ * own it did not know of as its own; a release finds it or not), and is dropped. */
 #include <string.h>
 
 #include "dlock_object.h"
@@ -79,21 +88,49 @@ static void confirmation_free(dlock__op *o) {
     dlock__free(o);
 }
 
+/* The hold a confirmation came too late for: lost here, still the owner's in Redis. */
+static void give_back(lock_op *op) {
+    lock_handle *l = op->lock;
+    hold *h = op->hold;
+    dlock__lock_view v = dlock__view_of(l, h, DLOCK_WATCHDOG);
+    v.believed = 1;
+    v.line = true; /* others may wait: hand it on */
+    dlock__args a = {0};
+    int nkeys = l->kind->release_args(&v, &a);
+    dlock__script(l->client, l->kind->release_script, DLOCK__CMD_RETRY_SAFE, dlock__ignore_reply,
+                  (void *)"lock: giving back a grant confirmed too late", nkeys, a.n, a.v, a.len);
+}
+
 static void on_confirmed(dlock_client *c, int status, const dlock__reply *reply, int sends,
                          void *arg) {
     (void)sends; /* a renewal is the same sent once or twice */
     lock_op *op = arg;
     hold *h = op->hold;
-    bool current = h->sends == op->grant_sends && status != DLOCK_ECANCELED &&
-                   status != DLOCK_ECLOSED && !dlock__client_closing(c);
+    dlock__client_timer_stop(c, &op->grant_lapse);
+    dlock__renew_short_lease(c, op->lock->kind->turn_ms, false);
+    bool closing = status == DLOCK_ECANCELED || status == DLOCK_ECLOSED || dlock__client_closing(c);
+    bool current = !closing && h->sends == op->grant_sends;
     bool answered = status == DLOCK_OK && dlock__reply_shape_each(&dlock__shape_renewed, reply, 1);
-    if (current && answered && dlock__reply_int(dlock__reply_at(reply, 0)) != 1)
+    bool kept = answered && dlock__reply_int(dlock__reply_at(reply, 0)) == 1;
+    if (current && op->grant_lost && kept)
+        give_back(op);
+    else if (current && answered && !kept)
         dlock__holds_lost(h, DLOCK_ELOST);
-    else if (current && h->watchdog)
-        dlock__lease_held(h->watchdog, answered
-                                           ? op->sent_ms
-                                           : op->grant_lapse_ms - dlock__client_watchdog_ms(c));
+    else if (current && kept && h->watchdog)
+        dlock__lease_held(h->watchdog, op->sent_ms);
     dlock__lock_op_end(op, status);
+}
+
+/* The grant's lease is near its end, unconfirmed: the hold is lost, unless the owner sent
+ * something since (that command's answer tells). */
+static void on_grant_lapse(dlock__timer *t, void *arg) {
+    (void)t;
+    lock_op *op = arg;
+    hold *h = op->hold;
+    if (h->sends != op->grant_sends || h->count == 0)
+        return;
+    op->grant_lost = true;
+    dlock__holds_lost(h, DLOCK_ECONN);
 }
 
 /* Sends the kind's renewal of the hold the grant made, with the lease the acquire asked for
@@ -123,6 +160,10 @@ static bool confirm(const lock_op *acquire, int64_t lapse_ms) {
         dlock__lock_op_end(op, rc);
         return false;
     }
+    dlock__renew_short_lease(l->client, l->kind->turn_ms, true);
+    int64_t margin = l->kind->turn_ms / 10;
+    dlock__client_timer_init(&op->grant_lapse, on_grant_lapse, op);
+    dlock__client_timer_start(l->client, &op->grant_lapse, lapse_ms - margin - op->sent_ms);
     return true;
 }
 
@@ -138,7 +179,8 @@ bool dlock__acquire_granted(dlock__waiter *w, const char *turn, size_t len) {
     lock_handle *l = op->lock;
     hold *h = op->hold;
     grant g;
-    if (!grant_parse(turn, len, &g) || g.joined_us != op->joined_us || op->acks_asked)
+    if (!grant_parse(turn, len, &g) || g.joined_us != op->joined_us || op->acks_asked ||
+        !dlock__client_commands_steady(l->client))
         return false;
     int64_t began_ms = grant_began_ms(op, &g);
     if (dlock__now_ms() - began_ms > l->kind->turn_ms / 2)

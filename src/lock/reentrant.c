@@ -43,7 +43,7 @@
 #include "dlock_object.h"
 #include "lock_engine.h"
 
-#define HANDOFF_GRANT_MS 100
+#define HANDOFF_GRANT_MS 500
 #define HANDOFF_QUEUE_MS 60000
 
 /* The kind's data: its dlock-only names. */
