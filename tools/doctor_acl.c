@@ -408,10 +408,7 @@ void doctor_check_acl(doctor_report *r) {
         redis_lib_reply_free(who);
     }
 
-    dryrun d = {.r = r,
-                .user = user,
-                .key = r->object_name,
-                .sharded = dlock__client_channels_sharded(r->c)};
+    dryrun d = {.r = r, .user = user, .key = r->object_name, .sharded = r->sharded};
     char channel[512], key[512];
     side_name_of(&SIDE_NAMES[4], r->object_name, channel, sizeof(channel));
 
