@@ -344,6 +344,14 @@ void doctor_check_acl(doctor_report *r) {
     /* Can DRYRUN answer at all? (Redis < 7, or a user that may not run it.) */
     const char *probe[] = {"ping"};
     ask_dryrun(&d, "ping", "+ping", 1, probe);
+    if (d.unknown[0] && strstr(dlock_last_error(), "' not found")) {
+        /* ACL users are each server's own: in a Cluster, one node may lack the user */
+        doctor_add(r, "acl", DOCTOR_FAIL,
+                   "create the user on this server (the whole rule in docs/operations.md, "
+                   "\"ACL: what a dlock user needs\"): ACL users are each server's own",
+                   "user %s does not exist here (%s)", user, dlock_last_error());
+        return;
+    }
     if (d.unknown[0]) {
         doctor_add(r, "acl", DOCTOR_WARN,
                    "on Redis 7 or later, run dlock doctor --user NAME with the URL of a user "

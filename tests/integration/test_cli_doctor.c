@@ -408,6 +408,18 @@ static void test_doctor_cluster_checks_every_node_naming_the_one_misconfigured(v
     ASSERT_STATUS(r, 0);
     assert_no_fail_line(&r);
     cli_result_free(&r);
+
+    /* a node without the user at all: a failure naming it, not "cannot check" */
+    freeReplyObject(
+        redis_fixture_cmd(cluster_fixture_node(fx, bad_replica), "ACL DELUSER %s", USER));
+    r = DLOCK_CLI_RUN(NULL, 60000, "doctor", "--user", USER, url);
+    ASSERT_STATUS(r, 1);
+    acl = line_of(r.out, "acl");
+    ASSERT_CONTAINS(acl, "fail  acl ");
+    ASSERT_CONTAINS(acl, bad_replica_label);
+    ASSERT_CONTAINS(acl, "user " USER " does not exist here");
+    free(acl);
+    cli_result_free(&r);
     acl_rule_words_free(single, n_single);
     acl_rule_words_free(cluster, n_cluster);
     free(url);
