@@ -52,14 +52,6 @@ int64_t dlock__client_max_hold_ms(const dlock_client *c) {
     return DLOCK__BASE(c)->opts.max_hold_ms;
 }
 
-bool dlock__client_absent_keys_are_free(const dlock_client *c) {
-    return DLOCK__TOPOLOGY(c)->cluster == NULL;
-}
-
-bool dlock__client_channels_sharded(const dlock_client *c) {
-    return DLOCK__TOPOLOGY(c)->cluster != NULL;
-}
-
 int dlock__client_tls_seconds_left(dlock_client *c, int64_t *out) {
     if (!DLOCK__NET(c)->endpoint.tls)
         return dlock__fail(DLOCK_EINVAL, "not a TLS URL");

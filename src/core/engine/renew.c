@@ -222,8 +222,8 @@ static void on_renewed(dlock_client *c, int status, const dlock__reply *reply, i
     /* a reply of another shape confirms nothing: the expiry timer decides */
     bool answered =
         status == DLOCK_OK && dlock__reply_shape_each(&dlock__shape_renewed, reply, b->count);
-    /* a Cluster node that refused the batch: a key of it is elsewhere now */
-    bool refused = status == DLOCK_EREDIS && DLOCK__TOPOLOGY(c)->cluster && b->count > 1;
+    /* a node that refused the batch (keys move: a Cluster slot): a key of it is elsewhere now */
+    bool refused = status == DLOCK_EREDIS && dlock__client_keys_move(c) && b->count > 1;
     if ((status == DLOCK_OK && !answered) || refused) {
         char what[200];
         dlock__reply_describe(reply, what, sizeof(what));
@@ -253,7 +253,7 @@ static void on_renewed(dlock_client *c, int status, const dlock__reply *reply, i
                 l->confirmed_until_ms = until;
                 insert_held(r, l);
             }
-        } else if (DLOCK__TOPOLOGY(c)->cluster && i > 0) {
+        } else if (dlock__client_keys_move(c) && i > 0) {
             /* an undeclared key its node lacks may be one being migrated (for a declared
              * key the node would have answered ASK): ask again with it declared */
             send_alone(c, b->script, l);

@@ -105,9 +105,15 @@ const char *dlock__client_node_of(dlock_client *c, const char *key, char *buf, s
  *   lacks during a slot migration sends the script elsewhere or refuses it until the
  *   migration ends;
  * - channels sharded: a channel lives on its slot's shard (SPUBLISH, SSUBSCRIBE, PUBSUB
- *   SHARDNUMSUB), not on every node (PUBLISH, SUBSCRIBE, PUBSUB NUMSUB). */
+ *   SHARDNUMSUB), not on every node (PUBLISH, SUBSCRIBE, PUBSUB NUMSUB);
+ * - keys move: a key may leave its server while held (a Cluster's slot migrates). A call
+ *   that declares only its first key (DLOCK__CMD_FIRST_KEY_ONLY) may then be refused whole
+ *   by a node one of the others has left, or find an undeclared one absent because it
+ *   moved, not because it is gone (the watchdog's batches, renew.c).
+ * route.c answers them. */
 bool dlock__client_absent_keys_are_free(const dlock_client *c);
 bool dlock__client_channels_sharded(const dlock_client *c);
+bool dlock__client_keys_move(const dlock_client *c);
 /* What one sentinel of a Sentinel URL says of the master, for the tool's report (dlock
  * doctor): named 1 with its address in master, 0 (it knows no such master), or -1 (no
  * answer: why). Never credentials. */

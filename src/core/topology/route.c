@@ -9,7 +9,10 @@
  * Redis refuses declared keys of several slots: DLOCK__CMD_FIRST_KEY_ONLY); a
  * plain command's is its first argument's (HGETALL key, PTTL key), or its second's after
  * a subcommand (PUBSUB SHARDNUMSUB channel, OBJECT ENCODING key); a command without one
- * (PING, TIME) goes to any master; a channel's slot is its own (sharded pub/sub). */
+ * (PING, TIME) goes to any master; a channel's slot is its own (sharded pub/sub).
+ *
+ * It also answers what the topology allows (dlock_int.h), so that the floors above and the
+ * primitives ask a capability, never "is this a Cluster". */
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -110,4 +113,18 @@ const char *dlock__client_node_of(dlock_client *c, const char *key, char *buf, s
         return buf;
     }
     return dlock__endpoint_describe(link->target, buf, size);
+}
+
+/* ---- what the topology allows ---------------------------------------------------------- */
+
+bool dlock__client_absent_keys_are_free(const dlock_client *c) {
+    return DLOCK__TOPOLOGY(c)->cluster == NULL;
+}
+
+bool dlock__client_channels_sharded(const dlock_client *c) {
+    return DLOCK__TOPOLOGY(c)->cluster != NULL;
+}
+
+bool dlock__client_keys_move(const dlock_client *c) {
+    return DLOCK__TOPOLOGY(c)->cluster != NULL;
 }
