@@ -6,7 +6,7 @@
  * without running it. Asked for:
  *   - every command each primitive's scripts call: dlock__scripts[id].commands, the list
  *     the build reads off each script it embeds, preludes included (cmake/embed_lua.cmake);
- *     in a Cluster a script's PUBLISH goes out as SPUBLISH (src/core/script.c), so that is
+ *     in a Cluster a script's PUBLISH goes out as SPUBLISH (src/core/net/script.c), so that is
  *     what is asked;
  *   - the commands the C code sends itself (COMMANDS below: the connection's, the tool's,
  *     sync_replicas', a Cluster client's), with the object's key;
