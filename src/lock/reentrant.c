@@ -35,8 +35,8 @@
  * says why).
  *
  * The turn channel makes one waiter, not one in every process, answer a release: the heir's
- * client hands it the lock, and a client none of whose waiters is the heir lets the "0"
- * wake nobody (the waiting engine's turns, src/core/wait.c). Those look again
+ * client hands it the lock, and a client none of whose waiters is the heir lets the grant
+ * wake nobody (the waiting engine's turns, src/core/engine/wait.c). Those look again
  * HANDOFF_GRANT_MS later at the latest, by when a grant to a waiter that never confirmed it
  * has lapsed. */
 

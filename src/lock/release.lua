@@ -23,8 +23,8 @@
 -- inside this script, to the queue's first waiter (the heir): N becomes the heir's hash,
 -- one hold, with the grant's short lease; the heir leaves the queue, and a fenced lock's
 -- token counter, if the name has one, rises for it (a fenced heir of a name without one
--- takes its token with its own attempt, acquire.lua). The release publishes the grant on the turn channel (and no "0": the
--- lock is not free), "<heir's field> <1|2> <token> <joined> <now>": 2 when others still wait
+-- takes its token with its own attempt, acquire.lua). The release publishes the grant on
+-- the turn channel (and no "0": the lock is not free), "<heir's field> <1|2> <token> <joined> <now>": 2 when others still wait
 -- in line, token 0 without a counter, joined the heir's place in the queue (its join time in
 -- µs, as acquire.lua's busy reply gives it to the heir), so that a grant heard late, after
 -- the heir has lost it and joined again, is told apart, and now the server's clock (µs):
@@ -32,7 +32,7 @@
 -- lease began, whatever the message's delay. The heir's client holds the lock once
 -- it has heard the grant, with no command of its own, and then sets the heir's own lease
 -- (src/lock/engine_grant.c); every other dlock client lets it wake none of its waiters
--- (src/core/wait.c, turns). A heir that died holds the lock for the grant's lease at most.
+-- (src/core/engine/wait.c, turns). A heir that died holds the lock for the grant's lease at most.
 -- Redisson's clients never hear the grant: their waiters sleep on (their hint is the
 -- holder's lease) until a release hands the lock to nobody.
 --
