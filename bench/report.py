@@ -19,6 +19,8 @@ floor, the naive lock) and of the peers (bench/peers/). Prints, on stdout:
   4. each of issue 20's targets 1-7: the measured figure, the bound, the ratio and "met" or
      "missed" ("see note" where there is no fixed bound, "no data" where the run lacks the
      figure), every figure from this run;
+  5. what sync_replicas=auto costs against 0 with one replica (bench/sync_replicas.sh's
+     object, when the run has it): pairs/s per round, the cost, WAITs per pair, the bound;
 with --png-throughput draws pairs/s against threads (uncontended_pair) for dlock, the naive
 lock and the peers, with the async face and the script ceilings as lines; and with --png draws the hand-off latency distributions (CDF, from the release call to
 the next acquire returning) of contended_handoff with P = 2, 4, 16 threads/workers, one
@@ -449,6 +451,35 @@ def target_rows(objs):
     return rows
 
 
+# ---- 5. what ?sync_replicas=auto costs (bench/sync_replicas.sh) --------------------------------
+
+SYNC_BOUNDS = {1: 0.25, 8: 0.15}  # issue 29.5: the most auto may cost against 0, per T
+
+
+def sync_replicas_rows(objs):
+    """The row bench/sync_replicas.sh adds: uncontended_pair on one client against a master
+    with one replica, sync_replicas=0 and auto side by side in each round. Per T: the pairs/s
+    of each setting per round, the cost of auto (1 - auto/0) per round and its median, the
+    WAITs per pair under auto, and the bound (issue 29.5) met or missed on the median."""
+    o = next((o for o in objs if o.get("workload") == "sync_replicas"), None)
+    if not o:
+        return []
+    rows = [["T", "pairs/s 0 (per round)", "pairs/s auto", "cost of auto", "median", "WAITs per pair",
+             "bound", "verdict"]]
+    for key in sorted(o.get("figures", {}), key=lambda k: int(k[1:])):
+        f, t = o["figures"][key], int(key[1:])
+        cost, bound = f.get("cost_auto_median"), SYNC_BOUNDS.get(t)
+        verdict = "see note" if bound is None else ("no data" if cost is None else
+                                                    ("met" if cost <= bound else "missed"))
+        rows.append([str(t), ", ".join(r0(v) for v in f.get("pairs_per_s_0", [])),
+                     ", ".join(r0(v) for v in f.get("pairs_per_s_auto", [])),
+                     ", ".join(f"{c:.0%}" for c in f.get("cost_auto", [])),
+                     "-" if cost is None else f"{cost:.0%}",
+                     ", ".join(r2(w) for w in f.get("wait_per_pair_auto", [])),
+                     "-" if bound is None else f"<= {bound:.0%}", verdict])
+    return rows
+
+
 # ---- the picture -----------------------------------------------------------------------------
 
 
@@ -605,6 +636,12 @@ def main():
     print("", file=out)
     print("== 4. Targets (issue 20), each from figures of this run ==", file=out)
     table(target_rows(objs), out)
+    sync_rows = sync_replicas_rows(objs)
+    if sync_rows:
+        print("", file=out)
+        print("== 5. sync_replicas=auto against 0, a master and one replica (bench/sync_replicas.sh; "
+              "issue 29.5) ==", file=out)
+        table(sync_rows, out)
     bad = [f"{impl_of(o)} {o['workload']} {json.dumps(o.get('params', {}).get('threads', o.get('params', {}).get('workers')))}: {o['errors']}"
            for o in objs if o.get("errors")]
     if bad:

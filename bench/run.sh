@@ -18,7 +18,9 @@
 #      4 others), the naive SET NX PX lock, and layout_floor (dlock's lock scripts alone
 #      over plain hiredis: the ceiling of Redisson's layout); then floor_ping once more over TCP; then
 #      dlock-bench-renewal (bench/renewal.c: 100k watchdog leases, QUICK=1 10k, held for 3
-#      periods; it prints the renewal target's line, met or missed, on stderr);
+#      periods; it prints the renewal target's line, met or missed, on stderr); then
+#      bench/sync_replicas.sh: uncontended_pair with sync_replicas=0 and auto against a master
+#      and one replica of its own, side by side in 3 rounds (report.py's table 5);
 #   2. the redis-py peer (bench/peers/python/redis_py_lock.py, Debian's python3-redis),
 #      with redis-py's default retry interval and with the lowest;
 #   3. the npm peers (bench/peers/node/peer.js: redlock and redis-semaphore, on ioredis),
@@ -297,6 +299,16 @@ if [ -x "$renewal_program" ]; then
 else
     echo "run.sh: $renewal_program is not built: no renewal target" >&2
 fi
+# what ?sync_replicas=auto costs against 0: a master and one replica of its own, pinned as
+# here (bench/sync_replicas.sh; one JSON object, report.py's table 5)
+echo "run.sh: sync_replicas.sh (a master and one replica)" >&2
+t0=$(date +%s)
+if ! DLOCK_REDIS_SERVER="$redis_server" timeout --signal=TERM --kill-after=10 "$bound" \
+    "$root/bench/sync_replicas.sh" "$build_dir" >>"$lines"; then
+    echo "run.sh: sync_replicas.sh failed" >&2
+    status=1
+fi
+echo "run.sh:   $(($(date +%s) - t0)) s" >&2
 if [ -n "$redis_python" ]; then
     for variant in default min_retry; do
         run_client "redis-py Lock ($variant)" "$redis_python" "$root/bench/peers/python/redis_py_lock.py" \

@@ -22,12 +22,13 @@
  * replicas.c asks for any; its reply is copied and kept until that WAIT answers, and the
  * caller gets both at once (dlock__acks, dlock_int.h). One WAIT covers every write sent
  * before it on the connection, and while it waits the server runs nothing else of the
- * connection, so writes are acknowledged in batches (dlock__ack_batch): at most one WAIT is
- * out; a write sent while none is goes out with one behind it, and the writes sent while
- * one is out (they queue on the server behind it) get a single WAIT when it answers. A
- * WAIT thus holds up a command sent after it for its own time at most, never for a WAIT of
- * a later batch, and the writes of a busy connection cost about one WAIT per batch instead
- * of one each. A command's reply timeout runs from when the reply before it arrived (Redis
+ * connection, so writes are acknowledged in batches (dlock__ack_batch): at most
+ * WAITS_OUT_MAX (3) WAITs are out; a write sent while fewer are goes out with one behind
+ * it, and the writes sent while that many are out (they queue on the server behind them)
+ * share the WAIT that goes when the first of those answers. A command sent after a WAIT
+ * thus waits for at most the WAITs out when it was sent, never for those of writes sent
+ * after it, and the writes of a busy connection cost one WAIT per batch instead of one
+ * each. A command's reply timeout runs from when the reply before it arrived (Redis
  * answers in order), and a WAIT's also gives it its own time. Replies to commands that
  * need no acknowledgement (reads, PING, ROLE) are not held: they may reach their callers
  * before those of writes sent earlier, which wait for their WAIT.
@@ -240,6 +241,16 @@ static void on_reply(dlock__link *link, const dlock__reply *reply, void *arg);
 
 /* ---- the batch's WAIT -------------------------------------------------------------------- */
 
+/* How many WAITs may be out at once. One alone leaves the server idle for a round trip
+ * between a WAIT's answer and the next WAIT (the writes behind it ran at once, their WAIT
+ * comes only when the client has read that answer); a few, each covering the writes sent
+ * while the ones before were out, keep the next queued behind them. More make batches
+ * smaller, and each WAIT blocks the connection while it waits for the replicas' answer.
+ * bench/sync_replicas.sh, T = 8 / 32 threads on one client: 1 out cost 56-63 % / 53-64 %
+ * of the pairs/s of sync_replicas=0, 2 out 49-54 % / 44-56 %, 3 out 42-45 % / 9-21 %,
+ * 4 out 51 % / 28 %, 8 out 66 % / 42 %, no bound 66 % / 78 %. */
+#define WAITS_OUT_MAX 3
+
 /* A write went out: the next WAIT covers it. */
 static void batch_add(dlock__ack_batch *b, const dlock__cmd *cmd) {
     if (b->unwaited == 0 || cmd->wait_timeout_ms < b->timeout_ms)
@@ -253,7 +264,7 @@ static void batch_add(dlock__ack_batch *b, const dlock__cmd *cmd) {
  * answers first, and this one goes then). */
 static void wait_if_due(dlock__conn *conn) {
     dlock__ack_batch *b = &conn->batch;
-    if (b->wait_out || b->unwaited == 0 || conn->link.state != LINK_READY)
+    if (b->waits_out >= WAITS_OUT_MAX || b->unwaited == 0 || conn->link.state != LINK_READY)
         return;
     dlock__cmd *wait = dlock__calloc(1, sizeof(*wait));
     char replicas[16], timeout[24];
@@ -276,7 +287,7 @@ static void wait_if_due(dlock__conn *conn) {
     wait->wait_timeout_ms = b->timeout_ms;
     wait->clock_ms = dlock__now_ms();
     dlock__cmd_queue_push(&conn->inflight, wait);
-    b->wait_out = true;
+    b->waits_out++;
     b->unwaited = 0;
     b->replicas = 0;
     arm_deadline(conn);
@@ -473,7 +484,7 @@ static void settle_batch(dlock__conn *conn, dlock__cmd *wait, const redisReply *
     else
         understood = dlock__replicas_wait_answer(&conn->replicas, reply, &acks.acked);
     dlock__free(wait);
-    conn->batch.wait_out = false;
+    conn->batch.waits_out--;
     dlock__cmd *cmd;
     if (!understood) {
         /* the writes ran, but whether a replica has them is unknown: the connection goes,

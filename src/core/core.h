@@ -313,15 +313,15 @@ int dlock__replicas_asked(const dlock__replicas *r, const dlock__endpoint *ep);
 bool dlock__replicas_check_due(const dlock__replicas *r, const dlock__endpoint *ep);
 #define DLOCK__ROLE_CHECK_MS 2000
 
-/* The WAIT that acknowledges a batch of writes (conn.c): a WAIT covers every write sent
+/* The WAITs that acknowledge writes in batches (conn.c): a WAIT covers every write sent
  * before it on its connection, and the server runs nothing more of that connection while
- * it waits, so one is out at a time and covers every write sent since the one before. */
+ * it waits, so few are out at a time, each covering the writes sent since the one before. */
 typedef struct dlock__ack_batch {
     dlock__cmd_queue answered; /* writes whose script answered, until their WAIT does */
     int unwaited;              /* writes sent since the last WAIT went out */
     int replicas;              /* the most replicas one of those asks for */
     int64_t timeout_ms;        /* the least time one of those gives its WAIT */
-    bool wait_out;             /* a WAIT is in flight */
+    int waits_out;             /* WAITs in flight */
 } dlock__ack_batch;
 
 typedef struct dlock__conn {

@@ -1,19 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /* test_sync_replicas_batch.c — ?sync_replicas=auto acknowledges writes in batches: one WAIT
- * covers every write sent before it on the connection, and at most one is out at a time, so
- * the writes sent while one is out share the next (conn.c). A master and one replica for the
+ * covers every write sent before it on the connection, and at most 3 are out at a time, so
+ * the writes sent while 3 are out share the next (conn.c). A master and one replica for the
  * whole file (replica_pair.h); the calls are made on the async face, on a loop the test runs
  * itself, so that several writes leave in one loop turn. A test that pauses the replica
  * (SIGSTOP: it acknowledges nothing) leaves it to the teardown to resume it.
  *
- *   the replica in sync: 8 acquisitions started together send 2 WAITs (the first write's,
- *     and one shared by the 7 sent while it was out), not 8, and all hold;
+ *   the replica in sync: 8 acquisitions started together send 4 WAITs (the first 3 writes'
+ *     own, and one shared by the 5 sent while those were out), not 8, and all hold;
  *   the replica paused: a batch of 6 acquisitions, an acquisition of a lock another client
  *     holds and a release: every acquisition is DLOCK_ETIMEDOUT "0 of 1" and given back
  *     (none held), the other client still holds its lock, the release is DLOCK_OK and the
- *     lock gone; 2 WAITs for the 8 writes;
- *   a PING sent behind a WAIT that is out is answered when that WAIT answers, before the
- *     WAIT of the writes sent with it (it waits for one WAIT, never for a later batch's). */
+ *     lock gone; 4 WAITs for the 8 writes;
+ *   a PING sent behind 3 WAITs that are out is answered when the third answers, before the
+ *     WAIT of a write sent just before it (it waits for the WAITs out when it was sent,
+ *     never for a later batch's). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -127,8 +128,8 @@ static void test_acquisitions_started_together_share_a_wait_and_all_hold(void **
         snprintf(name, sizeof(name), "together-%d", i);
         assert_int_equal(redis_fixture_int(pair_replica, "EXISTS %s", name), 1);
     }
-    /* the first write's WAIT, then one for the 7 sent while it was out */
-    assert_int_equal(command_calls(pair_master, "wait") - waits, 2);
+    /* the first 3 writes' own WAITs, then one for the 5 sent while those were out */
+    assert_int_equal(command_calls(pair_master, "wait") - waits, 4);
     for (int i = 0; i < 8; i++)
         dlock_lock_free(locks[i]);
     app_stop(&a);
@@ -185,8 +186,8 @@ static void test_a_batch_the_replica_never_got_gives_every_acquisition_back(void
     /* a release stands, acknowledged or not */
     ASSERT_RC(d[BATCH + 1].status, DLOCK_OK);
     assert_int_equal(redis_fixture_int(pair_master, "EXISTS released"), 0);
-    /* the first write's WAIT, then one for the 7 sent while it was out */
-    assert_int_equal(command_calls(pair_master, "wait") - waits, 2);
+    /* the first 3 writes' own WAITs, then one for the 5 sent while those were out */
+    assert_int_equal(command_calls(pair_master, "wait") - waits, 4);
 
     ASSERT_OK(dlock_lock_release(theirs_held)); /* still theirs */
     for (int i = 0; i < BATCH; i++)
@@ -198,39 +199,46 @@ static void test_a_batch_the_replica_never_got_gives_every_acquisition_back(void
     dlock_client_free(other);
 }
 
-static void test_a_ping_behind_a_wait_waits_for_that_wait_only(void **state) {
+static void test_a_ping_behind_waits_waits_for_those_only(void **state) {
     (void)state;
     app a;
     app_start(&a);
-    dlock_lock *first = lock_of(&a, "first"), *second = lock_of(&a, "second");
-    done acquired[2] = {0};
-    ASSERT_OK(dlock_lock_acquire_async(first, 1, 0, LEASE_MS, lock_done, &acquired[0]));
-    ASSERT_OK(dlock_lock_acquire_async(second, 2, 0, LEASE_MS, lock_done, &acquired[1]));
-    run_until_done(&a, acquired, 2);
-    ASSERT_RC(acquired[0].status, DLOCK_OK);
-    ASSERT_RC(acquired[1].status, DLOCK_OK);
+    dlock_lock *locks[4];
+    done acquired[4] = {0};
+    char name[32];
+    for (int i = 0; i < 4; i++) {
+        snprintf(name, sizeof(name), "behind-%d", i);
+        locks[i] = lock_of(&a, name);
+        ASSERT_OK(dlock_lock_acquire_async(locks[i], 1 + (uint64_t)i, 0, LEASE_MS, lock_done,
+                                           &acquired[i]));
+    }
+    run_until_done(&a, acquired, 4);
+    for (int i = 0; i < 4; i++)
+        ASSERT_RC(acquired[i].status, DLOCK_OK);
 
-    /* Two releases and a PING in one turn, the replica paused: the first release goes with
-     * a WAIT, which waits its full time; the second release and the PING queue on the
-     * server behind it. The PING's answer comes right after that WAIT's; the second
-     * release's own WAIT goes only then, and answers after its time. */
+    /* Four releases and a PING in one turn, the replica paused: the first 3 releases go
+     * each with a WAIT, which waits its full time; the fourth release and the PING queue on
+     * the server behind them. The PING's answer comes right after the third WAIT's; the
+     * fourth release's own WAIT goes only when the first answers, and answers after its
+     * time, after the PING's. */
     assert_int_equal(redis_fixture_pause(pair_replica), 0);
     callbacks_so_far = 0;
-    done d[3] = {0}; /* first release, second release, ping */
-    ASSERT_OK(dlock_lock_release_async(first, 1, lock_done, &d[0]));
-    ASSERT_OK(dlock_lock_release_async(second, 2, lock_done, &d[1]));
-    ASSERT_OK(dlock_client_ping_async(a.c, ping_done, &d[2]));
-    run_until_done(&a, d, 3);
-    for (int i = 0; i < 3; i++)
+    done d[5] = {0}; /* the releases, then the ping */
+    for (int i = 0; i < 4; i++)
+        ASSERT_OK(dlock_lock_release_async(locks[i], 1 + (uint64_t)i, lock_done, &d[i]));
+    ASSERT_OK(dlock_client_ping_async(a.c, ping_done, &d[4]));
+    run_until_done(&a, d, 5);
+    for (int i = 0; i < 5; i++)
         ASSERT_RC(d[i].status, DLOCK_OK);
-    if (!(d[0].order < d[2].order && d[2].order < d[1].order))
-        fail_msg("callbacks in the order first release %d, second release %d, ping %d: the ping "
-                 "waited for the second release's WAIT",
-                 d[0].order, d[1].order, d[2].order);
-    assert_int_equal(redis_fixture_int(pair_master, "EXISTS first"), 0);
-    assert_int_equal(redis_fixture_int(pair_master, "EXISTS second"), 0);
-    dlock_lock_free(first);
-    dlock_lock_free(second);
+    if (!(d[2].order < d[4].order && d[4].order < d[3].order))
+        fail_msg("callbacks in the order releases %d %d %d %d, ping %d: the ping waited for the "
+                 "fourth release's WAIT, or not for the third's",
+                 d[0].order, d[1].order, d[2].order, d[3].order, d[4].order);
+    for (int i = 0; i < 4; i++) {
+        snprintf(name, sizeof(name), "behind-%d", i);
+        assert_int_equal(redis_fixture_int(pair_master, "EXISTS %s", name), 0);
+        dlock_lock_free(locks[i]);
+    }
     app_stop(&a);
 }
 
@@ -240,7 +248,7 @@ int main(void) {
                                   replica_pair_resume_teardown),
         cmocka_unit_test_teardown(test_a_batch_the_replica_never_got_gives_every_acquisition_back,
                                   replica_pair_resume_teardown),
-        cmocka_unit_test_teardown(test_a_ping_behind_a_wait_waits_for_that_wait_only,
+        cmocka_unit_test_teardown(test_a_ping_behind_waits_waits_for_those_only,
                                   replica_pair_resume_teardown),
     };
     return cmocka_run_group_tests(tests, replica_pair_group_setup, replica_pair_group_teardown);
