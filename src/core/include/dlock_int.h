@@ -381,8 +381,9 @@ int dlock__script(dlock_client *c, enum dlock__script_id script, unsigned flags,
 
 /* ---- replica acknowledgement (conn.c, replicas.c) -------------------------------------- */
 
-/* A script that writes is followed, in the same pipeline, by WAIT <replicas> <timeout>
- * (?sync_replicas=auto|0|N, ?sync_timeout_ms=; replicas.c says how many). Through
+/* A script that writes is acknowledged by a WAIT <replicas> <timeout> on its connection,
+ * which may cover other writes too (?sync_replicas=auto|0|N, ?sync_timeout_ms=; conn.c
+ * batches them, replicas.c says how many). Through
  * dlock__script the answer stays in the core: a write that fewer replicas acknowledged is
  * still done, its caller gets DLOCK_OK and the log a warning (a release, a count-down, a
  * renewal). An acquisition, which must not stand unless acknowledged, is sent with
