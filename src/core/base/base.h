@@ -67,12 +67,6 @@ int dlock__url_parse(const char *url, dlock__endpoint *ep, char *err, size_t err
 const char *const *dlock__url_schemes(size_t *count);
 void dlock__endpoint_free(dlock__endpoint *ep);
 
-/* url as it may be printed or logged: the password in userinfo and any password= query
- * value replaced by "***" (userinfo without a ':' too: some clients read it as a
- * password). Works on any string, a malformed URL included; truncated to fit buf.
- * Returns buf. The one function through which the library and the tool show a URL. */
-const char *dlock__url_masked(const char *url, char *buf, size_t size);
-
 /* "host:port" ("[v6]:port") or "unix socket /path": where ep connects, never its
  * credentials. Returns buf. */
 const char *dlock__endpoint_describe(const dlock__endpoint *ep, char *buf, size_t size);
@@ -97,7 +91,9 @@ enum dlock__stat {
     DLOCK__STAT_ACQUIRE_FAILURES, /* DLOCK_STATS_CODES slots, by -code */
     DLOCK__STAT_ACQUIRE_WAIT_BUCKETS = DLOCK__STAT_ACQUIRE_FAILURES + DLOCK_STATS_CODES,
     DLOCK__STAT_ACQUIRE_WAIT_SUM_US = DLOCK__STAT_ACQUIRE_WAIT_BUCKETS + DLOCK_STATS_WAIT_BUCKETS,
-    DLOCK__STAT_COUNT
+    DLOCK__STAT_TIMEOUTS_BY_KIND, /* DLOCK_STATS_KINDS slots each */
+    DLOCK__STAT_ERRORS_BY_KIND = DLOCK__STAT_TIMEOUTS_BY_KIND + DLOCK_STATS_KINDS,
+    DLOCK__STAT_COUNT = DLOCK__STAT_ERRORS_BY_KIND + DLOCK_STATS_KINDS
 };
 
 typedef struct dlock__stats {
@@ -106,9 +102,10 @@ typedef struct dlock__stats {
 
 void dlock__stat_add(dlock_client *c, enum dlock__stat which, int64_t delta);
 void dlock__stat_set(dlock_client *c, enum dlock__stat which, int64_t value);
-/* A wait (wait.c) ended with status after waited_us: a failure by its code, or an obtained
- * object's wait in its bucket and the sum. */
-void dlock__stat_wait_ended(dlock_client *c, int status, int64_t waited_us);
+/* A wait (wait.c) on a handle of kind (dlock__handle.kind) ended with status after
+ * waited_us: a failure by its code and by kind, or an obtained object's wait in its bucket
+ * and the sum. */
+void dlock__stat_wait_ended(dlock_client *c, const char *kind, int status, int64_t waited_us);
 /* A renewal confirmed lag_ms after it was due: the worst lag, and late past late_ms. */
 void dlock__stat_renewal(dlock_client *c, int64_t lag_ms, int64_t late_ms);
 

@@ -43,7 +43,6 @@ bool dlock__url_is_cluster(const char *url);
  * err (never a password), DLOCK_ENOMEM; out is then empty. */
 int dlock__cluster_url_parse(const char *url, dlock__cluster_url *out, char *err, size_t errlen);
 void dlock__cluster_url_free(dlock__cluster_url *u);
-
 /* ---- the topology (cluster.c) -------------------------------------------------------------- */
 
 typedef struct dlock__cluster dlock__cluster;
