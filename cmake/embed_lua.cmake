@@ -46,7 +46,7 @@
 #   -- KEYS[1..n]  [stored]   <what they are>   a batch of stored keys
 #
 # The build turns the tags into dlock__scripts[id].unstored_keys (bit i: KEYS[i] is
-# [unstored]), which a Cluster client passes undeclared (src/core/script.c says why). A
+# [unstored]), which a Cluster client passes undeclared (src/core/net/script.c says why). A
 # declaration without a tag or with another word in its place, an index outside 1..31 or
 # declared twice, and a script with no declaration at all stop the build: what the Cluster
 # client does cannot hang on a typo in a comment.

@@ -81,7 +81,7 @@ C_WORDS = {
 # container must name that subcommand too, else it sends another one the rule lacks.
 CONTAINERS = {"SCRIPT": "LOAD", "CLUSTER": "SLOTS"}
 
-# Lua commands a Cluster client's scripts send in another form (src/core/script.c writes
+# Lua commands a Cluster client's scripts send in another form (src/core/net/script.c writes
 # every ('publish', as ('spublish',).
 CLUSTER_FORMS = {"publish": "spublish"}
 

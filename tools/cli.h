@@ -62,7 +62,7 @@ extern const char *cli_command; /* "run", "inspect", ...: for messages */
 /* The URL in force: --url, else $DLOCK_URL, else the library's default. */
 const char *cli_url(void);
 
-/* url as the tool may print it: the library's masking (src/core/url.c, linked statically)
+/* url as the tool may print it: the library's masking (src/core/base/url.c, linked statically)
  * puts *** where a password was. Every URL the tool shows goes through it. */
 #define CLI_URL_SHOWN_MAX 512
 const char *dlock__url_masked(const char *url, char *buf, size_t size);

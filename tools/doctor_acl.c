@@ -8,7 +8,7 @@
  *     library embeds (dlock__scripts[], the text Redis runs, preludes included), from each
  *     `redis.call('cmd'` / `redis.pcall('cmd'` and each call of a local helper that passes
  *     its arguments on to redis.call(...); in a Cluster a script's PUBLISH goes out as
- *     SPUBLISH (src/core/script.c), so that is what is asked;
+ *     SPUBLISH (src/core/net/script.c), so that is what is asked;
  *   - the commands the C code sends itself (COMMANDS below: the connection's, the tool's,
  *     sync_replicas', a Cluster client's), with the object's key;
  *   - the object's side keys and channels (SIDE_NAMES below, REDIS_LAYOUT of docs/), each

@@ -34,7 +34,7 @@
  *
  * The turn channel makes one waiter, not one in every process, answer a release: the named
  * waiter's client wakes it alone, and a client none of whose waiters is named lets the "0"
- * wake nobody (the waiting engine's turns, src/core/wait.c). Those look again
+ * wake nobody (the waiting engine's turns, src/core/engine/wait.c). Those look again
  * HANDOFF_MARKER_MS later at the latest, by when a promise to a waiter that never came has
  * lapsed. */
 

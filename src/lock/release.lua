@@ -25,7 +25,7 @@
 -- or else the queue's first, and publishes its owner field on the turn channel just
 -- before "0". A dlock client reads both on its one subscriber connection, in that order:
 -- the named waiter's client wakes that waiter alone, every other client lets the "0" wake
--- none of its own (src/core/wait.c, turns). So one waiter answers a release, not one in
+-- none of its own (src/core/engine/wait.c, turns). So one waiter answers a release, not one in
 -- every process. A first waiter that has waited past the bound leaves the queue for the
 -- marker: the lock is promised to it and newcomers are refused until it comes (or the
 -- marker's lifetime runs out); one that has not may find the lock taken again by a

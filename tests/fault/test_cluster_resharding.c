@@ -27,7 +27,7 @@
 
 #include "cluster_load.h"
 #include "core_call.h"
-#include "cluster.h"
+#include "topology/cluster.h"
 
 #define WAIT_MS 15000
 #define LEASE_MS 1000

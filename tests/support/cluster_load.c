@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "cluster.h"
+#include "topology/cluster.h"
 #include "topology_util.h"
 
 int cluster_group_setup(void **state) {

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "cluster.h"
+#include "client/client.h"
 
 /* ---- slots ------------------------------------------------------------------------------- */
 
