@@ -23,7 +23,7 @@
 
 #include <cmocka.h>
 
-#include "cluster.h"
+#include "topology/cluster.h"
 #include "cluster_load.h"
 #include "core_call.h"
 #include "stats_helpers.h"
