@@ -3,7 +3,8 @@
  * through a redis-cluster:// client, and what it does while the lock's slot is migrated
  * (src/lock/handoff_cluster.c):
  *   - a waiter joins the queue {N}:handoff_queue on N's master, and a release hands it the
- *     lock; the queue is gone once nobody waits;
+ *     lock; the queue is gone once nobody waits; a fenced lock's too (its token counter is
+ *     the one other key the scripts declare), with the next token;
  *   - a release promises the free lock to the queue's first waiter (the marker {N}:handoff),
  *     and a newcomer is refused while the promise stands: the bound on a wait holds in a
  *     Cluster too;
@@ -85,6 +86,54 @@ static void test_a_waiter_joins_the_queue_on_the_locks_master_and_gets_the_lock(
     queue_holds(node, queue, 1);
     ASSERT_OK(dlock_lock_release(la));
     ASSERT_OK(blocking_call_join(&waiter));
+    assert_int_equal(redis_fixture_int(node, "EXISTS %s %s", queue, name), 0);
+
+    dlock_lock_free(la);
+    dlock_lock_free(lb);
+    dlock_client_free(a);
+    dlock_client_free(b);
+}
+
+/* A fenced lock's waiter (the token counter declared, marker and queue not): the token it
+ * got, then its release. */
+typedef struct fenced_waiter {
+    dlock_lock *l;
+    uint64_t token;
+} fenced_waiter;
+
+static int wait_for_token(void *arg) {
+    fenced_waiter *w = arg;
+    int rc = wait_for_lock(w->l);
+    if (rc == DLOCK_OK)
+        rc = dlock_lock_token(w->l, &w->token);
+    return rc == DLOCK_OK ? dlock_lock_release(w->l) : rc;
+}
+
+static void test_a_fenced_locks_waiter_queues_and_gets_the_next_token(void **state) {
+    fx = *state;
+    int masters[3];
+    cluster_masters(fx, masters);
+    char name[CLUSTER_NAME_MAX], queue[96];
+    cluster_name_on(fx, "fenced", masters[0], name, sizeof(name));
+    key_of(name, "handoff_queue", queue, sizeof(queue));
+    redis_fixture *node = master_of(name);
+    dlock_client *a = cluster_client(fx, (test_client_cfg){0});
+    dlock_client *b = cluster_client(fx, (test_client_cfg){0});
+    dlock_lock *la, *lb;
+    ASSERT_OK(dlock_fencedlock_new(a, name, &la));
+    ASSERT_OK(dlock_fencedlock_new(b, name, &lb));
+    ASSERT_OK(dlock_lock_acquire(la, LEASE_MS));
+    uint64_t token = 0;
+    ASSERT_OK(dlock_lock_token(la, &token));
+    assert_int_equal(token, 1);
+
+    blocking_call waiter;
+    fenced_waiter fw = {.l = lb};
+    blocking_call_start(&waiter, wait_for_token, &fw);
+    queue_holds(node, queue, 1);
+    ASSERT_OK(dlock_lock_release(la));
+    ASSERT_OK(blocking_call_join(&waiter));
+    assert_int_equal(fw.token, 2);
     assert_int_equal(redis_fixture_int(node, "EXISTS %s %s", queue, name), 0);
 
     dlock_lock_free(la);
@@ -185,6 +234,7 @@ test_a_half_moved_slot_gets_no_handoff_key_on_its_new_master_and_moves_on(void *
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_waiter_joins_the_queue_on_the_locks_master_and_gets_the_lock),
+        cmocka_unit_test(test_a_fenced_locks_waiter_queues_and_gets_the_next_token),
         cmocka_unit_test(test_a_release_promises_the_first_waiter_the_lock_and_refuses_a_newcomer),
         cmocka_unit_test(test_a_half_moved_slot_gets_no_handoff_key_on_its_new_master_and_moves_on),
     };
