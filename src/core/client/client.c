@@ -368,6 +368,8 @@ static int client_create(const dlock_options *o, dlock__loop *loop, dlock_client
                                dlock__submit_wake_callers, &DLOCK__ENGINE(c)->submit);
     dlock__sched_init(&DLOCK__NET(c)->sched, DLOCK__NET(c)->loop);
     dlock__submit_init(&DLOCK__ENGINE(c)->submit, c);
+    /* the net floor's hook into the watchdog: every link's backoff (link.c) asks it */
+    DLOCK__NET(c)->shortest_lease_ms = dlock__renew_shortest_lease_ms;
     dlock__conn_init(&DLOCK__NET(c)->conn, c);
     DLOCK__NET(c)->conn.on_outcome = on_connect_outcome;
     dlock__pubsub_init(&DLOCK__NET(c)->pubsub, c);

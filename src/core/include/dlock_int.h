@@ -114,14 +114,20 @@ const char *dlock__client_node_of(dlock_client *c, const char *key, char *buf, s
 bool dlock__client_absent_keys_are_free(const dlock_client *c);
 bool dlock__client_channels_sharded(const dlock_client *c);
 bool dlock__client_keys_move(const dlock_client *c);
+/* Room for a server's address as the library writes it, "host:port" or "[v6]:port": a host
+ * name may be 255 bytes (DNS), a port 5 digits (dlock__endpoint_describe; a unix socket's
+ * path is shorter). Every buffer an address is written into is at least this long, so a
+ * long host name is never cut inside a message. */
+#define DLOCK__ADDRESS_SIZE (255 + 2 + 1 + 5 + 1)
+
 /* What one sentinel of a Sentinel URL says of the master, for the tool's report (dlock
  * doctor): named 1 with its address in master, 0 (it knows no such master), or -1 (no
  * answer: why). Never credentials. */
 typedef struct dlock__sentinel_answer {
-    char sentinel[160]; /* the sentinel, as the URL names it: "host:port" */
+    char sentinel[DLOCK__ADDRESS_SIZE]; /* the sentinel, as the URL names it: "host:port" */
     int named;
-    char master[280];
-    char why[240];
+    char master[DLOCK__ADDRESS_SIZE];
+    char why[DLOCK__ADDRESS_SIZE + 240];
 } dlock__sentinel_answer;
 typedef void (*dlock__sentinel_survey_fn)(dlock_client *c, const dlock__sentinel_answer *answers,
                                           size_t count, void *arg);

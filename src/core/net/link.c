@@ -61,7 +61,7 @@
 static int64_t longest_step_ms(const dlock__link *link) {
     const dlock_client *c = link->client;
     int64_t longest = DLOCK__BASE(c)->opts.retry_delay_ms;
-    int64_t lease = DLOCK__NET(c)->shortest_lease_ms ? DLOCK__NET(c)->shortest_lease_ms(c) : 0;
+    int64_t lease = DLOCK__NET(c)->shortest_lease_ms(c); /* the engine's hook (client.c) */
     if (lease > 0 && lease / 3 < longest)
         longest = lease / 3;
     return longest > BACKOFF_BASE_MS ? longest : BACKOFF_BASE_MS;

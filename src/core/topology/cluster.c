@@ -647,7 +647,7 @@ static node *pick_asked(dlock__cluster *cl) {
  * before the first map it is what dlock_client_new reports, with what to do about it. */
 static void no_map_from(dlock__cluster *cl, const node *asked, int status, const redisReply *reply,
                         const char *why) {
-    char answer[160];
+    char answer[2 * DLOCK__ADDRESS_SIZE];
     dlock__reply_describe(reply, answer, sizeof(answer));
     dlock__log(cl->client, DLOCK_LOG_WARN, "cluster: CLUSTER SLOTS from %s: %s: %s", asked->addr,
                answer, why);
@@ -676,7 +676,7 @@ static void on_slots(dlock_client *c, int status, const dlock__reply *reply, int
         return; /* abandoned: its node failed, another was asked */
     cl->refresh_in_flight = false;
     node *asked = cl->asked;
-    char why[200];
+    char why[2 * DLOCK__ADDRESS_SIZE];
     int rc = status;
     if (status != DLOCK_OK)
         snprintf(why, sizeof(why), "%s", reply ? "an error" : dlock_strerror(status));

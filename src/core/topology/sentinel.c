@@ -116,7 +116,7 @@ typedef struct probe {
     enum outcome outcome;
     int err;    /* OUT_FAILED: DLOCK_EAUTH / DLOCK_ENOPERM for refused credentials, else ECONN */
     addr named; /* OUT_ADDRESS */
-    char text[240];
+    char text[DLOCK__ADDRESS_SIZE + 240]; /* "<role> <where>: " and what happened */
 } probe;
 
 /* The last +switch-master acted on, and how far it is believed. */
@@ -143,8 +143,8 @@ struct dlock__sentinel {
     /* candidates that failed their check: one per sentinel's answer and the switch's */
     addr tried[DLOCK__SENTINELS_MAX + 1];
     size_t ntried;
-    int check_err;            /* the last failed check's error */
-    char check_why[500];      /* ...and its words */
+    int check_err;                                 /* the last failed check's error */
+    char check_why[2 * DLOCK__ADDRESS_SIZE + 256]; /* ...and its words */
     size_t preferred;         /* the last sentinel that named the master: first among equals */
     dlock__timer step_timer;  /* zero-delay: act on outcomes outside the probes' callbacks */
     dlock__timer ask_timer;   /* the askers' one bound */
@@ -289,7 +289,7 @@ static void note_outcome(probe *p, enum outcome o, int err, const char *fmt, ...
         return; /* the first outcome is the probe's; a drop after an answer changes nothing */
     p->outcome = o;
     p->err = err;
-    char where[160];
+    char where[DLOCK__ADDRESS_SIZE];
     dlock__endpoint_describe(p->target, where, sizeof(where));
     int used = snprintf(p->text, sizeof(p->text), "%s %s: ", p->link.role, where);
     va_list ap;
@@ -481,9 +481,9 @@ static void sentinel_reasons(dlock__sentinel *s, char *buf, size_t size) {
     buf[0] = '\0';
     for (size_t i = 0; i < s->url.count && used < size; i++) {
         const probe *p = &s->askers[i];
-        char named[300] = "";
+        char named[DLOCK__ADDRESS_SIZE + 64] = "";
         if (p->outcome == OUT_ADDRESS && is_demoted(s, &p->named)) {
-            char at[160];
+            char at[DLOCK__ADDRESS_SIZE];
             snprintf(named, sizeof(named), " %s, the master before the failover",
                      describe(&p->named, at, sizeof(at)));
         }
@@ -555,7 +555,7 @@ static void trust_switch(dlock__sentinel *s) {
 /* The new master one sentinel reported failed its check: the old master is not passed over
  * on that sentinel's word alone (a second report, or the new master checked, restores it). */
 static void doubt_switch(dlock__sentinel *s, const char *why) {
-    char from[160], to[160];
+    char from[DLOCK__ADDRESS_SIZE], to[DLOCK__ADDRESS_SIZE];
     s->trust = SWITCH_DOUBTED;
     set_demoted(s, &s->last_old, false);
     dlock__log(s->client, DLOCK_LOG_WARN,
@@ -567,7 +567,7 @@ static void doubt_switch(dlock__sentinel *s, const char *why) {
 
 static void after_checking(dlock__sentinel *s) {
     const probe *p = &s->checker;
-    char at[160];
+    char at[DLOCK__ADDRESS_SIZE];
     describe(&s->candidate, at, sizeof(at));
     if (p->outcome == OUT_MASTER && is_demoted(s, &s->candidate)) {
         start_resolution(s); /* a failover was announced while it was being checked */
@@ -582,7 +582,7 @@ static void after_checking(dlock__sentinel *s) {
         dlock__log(s->client, DLOCK_LOG_INFO, "sentinel: master '%s' is at %s", s->url.master_name,
                    at);
         resolution_done(s, DLOCK_OK, NULL);
-        char moved[300];
+        char moved[DLOCK__ADDRESS_SIZE + 128];
         snprintf(moved, sizeof(moved), "the master '%s' is now at %s", s->url.master_name, at);
         drop_links_elsewhere(s, moved);
         return;
@@ -723,7 +723,7 @@ static void watch_resolve(dlock__link *link) {
 /* Acts on the last switch: the old master demoted, the new one where to reconnect, and
  * every link not waiting for an answer dropped — the old master receives nothing more. */
 static void follow_switch(dlock__sentinel *s) {
-    char from[160], to[160], why[400];
+    char from[DLOCK__ADDRESS_SIZE], to[DLOCK__ADDRESS_SIZE], why[3 * DLOCK__ADDRESS_SIZE];
     describe(&s->last_old, from, sizeof(from));
     describe(&s->last_new, to, sizeof(to));
     s->switches++;
@@ -764,7 +764,7 @@ static void on_switch_master(watcher *w, const char *msg, size_t len) {
                    w->index + 1, s->url.master_name);
         return;
     }
-    char from[160], to[160];
+    char from[DLOCK__ADDRESS_SIZE], to[DLOCK__ADDRESS_SIZE];
     describe(&old_master, from, sizeof(from));
     describe(&new_master, to, sizeof(to));
     if (same_addr(&old_master, &s->last_old) && same_addr(&new_master, &s->last_new)) {
