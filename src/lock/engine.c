@@ -111,6 +111,7 @@ void dlock__holds_lost(hold *h, int reason) {
     h->lost = h->count > INT64_MAX - h->lost ? INT64_MAX : h->lost + h->count;
     h->count = 0;
     dlock__hold_unwatch(h);
+    dlock__stat_lease_lost(st->client);
     dlock__user_callback_enter(st->client);
     for (lock_handle *l = st->handles; l; l = l->next_of_state)
         tell_lost(l, h->owner, reason);

@@ -99,6 +99,36 @@ static void test_bad_cluster_urls_are_einval_saying_why(void **state) {
     expect_bad("redis-clusters://h1", "scheme");
 }
 
+/* ---- one node's URL (dlock doctor asks every node) ----------------------------------------- */
+
+static void expect_node_url(const char *url, const char *host, int port, const char *want) {
+    char *node = NULL;
+    assert_int_equal(dlock__cluster_node_url(url, host, port, &node), DLOCK_OK);
+    assert_string_equal(node, want);
+    dlock__endpoint ep;
+    char err[200];
+    if (dlock__url_parse(node, &ep, err, sizeof(err)) != DLOCK_OK)
+        fail_msg("%s does not parse: %s", node, err);
+    assert_string_equal(ep.host, host);
+    assert_int_equal(ep.port, port);
+    dlock__endpoint_free(&ep);
+    dlock__free(node);
+}
+
+static void test_cluster_node_url_keeps_credentials_tls_and_query(void **state) {
+    (void)state;
+    expect_node_url("redis-cluster://app:s3cret@10.0.0.1:7000,10.0.0.2?sync_replicas=1", "10.0.0.9",
+                    7005, "redis://app:s3cret@10.0.0.9:7005?sync_replicas=1");
+    expect_node_url("rediss-cluster://h1:7000?insecure=1", "h6", 7006,
+                    "rediss://h6:7006?insecure=1");
+    expect_node_url("redis-cluster://h1", "::1", 7002, "redis://[::1]:7002");
+    char *node = NULL;
+    assert_int_equal(dlock__cluster_node_url("redis://h1", "h2", 1, &node), DLOCK_EINVAL);
+    assert_int_equal(dlock__cluster_node_url("redis-cluster://h1", "h2", 0, &node), DLOCK_EINVAL);
+    assert_int_equal(dlock__cluster_node_url("redis-cluster://h1", "", 7000, &node), DLOCK_EINVAL);
+    assert_null(node);
+}
+
 /* ---- the scripts' Cluster texts ---------------------------------------------------------- */
 
 static void test_cluster_scripts_publish_sharded_and_allow_cross_slot_keys(void **state) {
@@ -169,6 +199,7 @@ int main(void) {
         cmocka_unit_test(test_slot_follows_the_hash_tag_rule),
         cmocka_unit_test(test_cluster_url_gives_every_seed_and_the_nodes_settings),
         cmocka_unit_test(test_bad_cluster_urls_are_einval_saying_why),
+        cmocka_unit_test(test_cluster_node_url_keeps_credentials_tls_and_query),
         cmocka_unit_test(test_cluster_scripts_publish_sharded_and_allow_cross_slot_keys),
         cmocka_unit_test(test_undeclared_cluster_keys_are_the_channels_of_each_header),
     };

@@ -97,7 +97,9 @@ enum dlock__stat {
     DLOCK__STAT_ACQUIRE_FAILURES, /* DLOCK_STATS_CODES slots, by -code */
     DLOCK__STAT_ACQUIRE_WAIT_BUCKETS = DLOCK__STAT_ACQUIRE_FAILURES + DLOCK_STATS_CODES,
     DLOCK__STAT_ACQUIRE_WAIT_SUM_US = DLOCK__STAT_ACQUIRE_WAIT_BUCKETS + DLOCK_STATS_WAIT_BUCKETS,
-    DLOCK__STAT_COUNT
+    DLOCK__STAT_TIMEOUTS_BY_KIND, /* DLOCK_STATS_KINDS slots each */
+    DLOCK__STAT_ERRORS_BY_KIND = DLOCK__STAT_TIMEOUTS_BY_KIND + DLOCK_STATS_KINDS,
+    DLOCK__STAT_COUNT = DLOCK__STAT_ERRORS_BY_KIND + DLOCK_STATS_KINDS
 };
 
 typedef struct dlock__stats {
@@ -106,9 +108,10 @@ typedef struct dlock__stats {
 
 void dlock__stat_add(dlock_client *c, enum dlock__stat which, int64_t delta);
 void dlock__stat_set(dlock_client *c, enum dlock__stat which, int64_t value);
-/* A wait (wait.c) ended with status after waited_us: a failure by its code, or an obtained
- * object's wait in its bucket and the sum. */
-void dlock__stat_wait_ended(dlock_client *c, int status, int64_t waited_us);
+/* A wait (wait.c) on a handle of kind (dlock__handle.kind) ended with status after
+ * waited_us: a failure by its code and by kind, or an obtained object's wait in its bucket
+ * and the sum. */
+void dlock__stat_wait_ended(dlock_client *c, const char *kind, int status, int64_t waited_us);
 /* A renewal confirmed lag_ms after it was due: the worst lag, and late past late_ms. */
 void dlock__stat_renewal(dlock_client *c, int64_t lag_ms, int64_t late_ms);
 

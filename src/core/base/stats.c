@@ -18,6 +18,10 @@ void dlock__stat_set(dlock_client *c, enum dlock__stat which, int64_t value) {
     atomic_store_explicit(&DLOCK__BASE(c)->stats.v[which], value, memory_order_relaxed);
 }
 
+void dlock__stat_lease_lost(dlock_client *c) {
+    dlock__stat_add(c, DLOCK__STAT_LEASES_LOST, 1);
+}
+
 void dlock__stat_renewal(dlock_client *c, int64_t lag_ms, int64_t late_ms) {
     _Atomic int64_t *worst = &DLOCK__BASE(c)->stats.v[DLOCK__STAT_RENEWAL_LAG_MAX];
     if (lag_ms > atomic_load_explicit(worst, memory_order_relaxed))
@@ -30,12 +34,36 @@ static const int64_t wait_bounds_us[] = {DLOCK_STATS_WAIT_BOUNDS_US};
 _Static_assert(sizeof(wait_bounds_us) / sizeof(wait_bounds_us[0]) + 1 == DLOCK_STATS_WAIT_BUCKETS,
                "one bucket per bound and one past them");
 
+/* The kinds' words (dlock__handle.kind: each class's `what`), in DLOCK_STATS_KIND_NAMES's
+ * order; [0] is the slot of any other. */
+static const char *const kind_words[] = {
+    NULL,         "lock",      "spin lock", "fair lock", "read lock",
+    "write lock", "semaphore", "permits",   "latch",
+};
+static const char *const kind_names[] = {DLOCK_STATS_KIND_NAMES};
+_Static_assert(sizeof(kind_words) == sizeof(kind_names), "a word for every kind's name");
+_Static_assert(sizeof(kind_names) / sizeof(kind_names[0]) <= DLOCK_STATS_KINDS, "room for each");
+
+/* Only a failure looks its kind up (a few string compares): the path of an acquire that
+ * gets its object is not longer for it. */
+static int kind_slot(const char *kind) {
+    for (size_t k = 1; kind && k < sizeof(kind_words) / sizeof(kind_words[0]); k++)
+        if (strcmp(kind, kind_words[k]) == 0)
+            return (int)k;
+    return 0;
+}
+
 /* The loop thread, once per wait: a handful of comparisons and two relaxed adds, beside the
  * two round trips of the cheapest acquire (docs/monitoring.md gives the measured cost). */
-void dlock__stat_wait_ended(dlock_client *c, int status, int64_t waited_us) {
+void dlock__stat_wait_ended(dlock_client *c, const char *kind, int status, int64_t waited_us) {
     if (status != DLOCK_OK) {
         int slot = status < 0 && status > -DLOCK_STATS_CODES ? -status : 0;
         dlock__stat_add(c, (enum dlock__stat)(DLOCK__STAT_ACQUIRE_FAILURES + slot), 1);
+        if (status == DLOCK_ETIMEDOUT)
+            dlock__stat_add(c, (enum dlock__stat)(DLOCK__STAT_TIMEOUTS_BY_KIND + kind_slot(kind)),
+                            1);
+        else if (status != DLOCK_ECANCELED)
+            dlock__stat_add(c, (enum dlock__stat)(DLOCK__STAT_ERRORS_BY_KIND + kind_slot(kind)), 1);
         return;
     }
     size_t bucket = 0;
@@ -83,6 +111,12 @@ int dlock_client_stats(dlock_client *c, dlock_stats *out) {
         s.acquire_wait_buckets[i] =
             (uint64_t)stat_of(c, (enum dlock__stat)(DLOCK__STAT_ACQUIRE_WAIT_BUCKETS + i));
     s.acquire_wait_sum_us = (uint64_t)stat_of(c, DLOCK__STAT_ACQUIRE_WAIT_SUM_US);
+    for (int k = 0; k < DLOCK_STATS_KINDS; k++) {
+        s.acquire_timeouts_by_kind[k] =
+            (uint64_t)stat_of(c, (enum dlock__stat)(DLOCK__STAT_TIMEOUTS_BY_KIND + k));
+        s.acquire_errors_by_kind[k] =
+            (uint64_t)stat_of(c, (enum dlock__stat)(DLOCK__STAT_ERRORS_BY_KIND + k));
+    }
     memcpy((char *)out + sizeof(out->size), (const char *)&s + sizeof(s.size),
            out->size - sizeof(out->size));
     return DLOCK_OK;

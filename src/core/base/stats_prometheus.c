@@ -3,12 +3,12 @@
  * (version 0.0.4), for an application that serves its own /metrics.
  *
  * A table names each single-sample metric: its name, its type and where its value sits in a
- * dlock_stats; the two families with more samples follow it (the failures by code, the
- * acquire-wait histogram). The text is made from one snapshot in two passes, the first only
- * counting, so that a buffer too small is found before a byte of it is written: what the caller
- * gets is the whole exposition or an empty string, never a cut one that a scraper would read as a
- * client with fewer metrics. No allocation, no lock, no I/O: callable from any thread, as
- * dlock_client_stats() is. */
+ * dlock_stats; the families with more samples follow it (the failures by code, the time-outs
+ * and errors by kind, the acquire-wait histogram). The text is made from one snapshot in two
+ * passes, the first only counting, so that a buffer too small is found before a byte of it is
+ * written: what the caller gets is the whole exposition or an empty string, never a cut one that a
+ * scraper would read as a client with fewer metrics. No allocation, no lock, no I/O: callable from
+ * any thread, as dlock_client_stats() is. */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -46,7 +46,8 @@ static const metric metrics[] = {
     {"dlock_renewals_late_total", COUNTER, offsetof(dlock_stats, renewals_late),
      "Renewals confirmed more than a third of the lease after they were due."},
     {"dlock_leases_lost_total", COUNTER, offsetof(dlock_stats, leases_lost),
-     "Leases found gone or not confirmed in time."},
+     "Holds lost, each one a lost callback reports: found gone, not confirmed in time, or past "
+     "their bound."},
     {"dlock_reconnects_total", COUNTER, offsetof(dlock_stats, reconnects),
      "Command and subscriber connections made ready again."},
     {"dlock_messages_total", COUNTER, offsetof(dlock_stats, messages),
@@ -184,6 +185,21 @@ static void put_acquire_failures(text_out *t, const dlock_stats *s,
     }
 }
 
+/* dlock_acquire_timeouts_total{kind=...} or dlock_acquire_errors_total{kind=...}: one sample
+ * per named kind (0 too, as above), kind="other" only once it counted. */
+static void put_by_kind(text_out *t, const char *name, const char *help, const uint64_t *by_kind,
+                        const dlock_metric_label *labels, size_t nlabels) {
+    static const char *const kinds[] = {DLOCK_STATS_KIND_NAMES};
+    put_family_head(t, name, "counter", help);
+    for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+        if (k == 0 && by_kind[0] == 0)
+            continue;
+        put(t, name);
+        put_labels(t, labels, nlabels, "kind", kinds[k]);
+        put_format(t, " %" PRIu64 "\n", by_kind[k]);
+    }
+}
+
 /* dlock_acquire_wait_seconds: a histogram, its buckets cumulative as the format wants. */
 static void put_acquire_wait(text_out *t, const dlock_stats *s, const dlock_metric_label *labels,
                              size_t nlabels) {
@@ -227,6 +243,13 @@ static void write_exposition(text_out *t, const dlock_stats *s, const dlock_metr
         put(t, "\n");
     }
     put_acquire_failures(t, s, labels, nlabels);
+    put_by_kind(t, "dlock_acquire_timeouts_total",
+                "Acquires and awaits that ended with DLOCK_ETIMEDOUT, by the kind of object.",
+                s->acquire_timeouts_by_kind, labels, nlabels);
+    put_by_kind(t, "dlock_acquire_errors_total",
+                "Acquires and awaits that ended with another error than DLOCK_ETIMEDOUT or "
+                "DLOCK_ECANCELED, by the kind of object.",
+                s->acquire_errors_by_kind, labels, nlabels);
     put_acquire_wait(t, s, labels, nlabels);
 }
 
@@ -256,10 +279,10 @@ static int check_labels(const dlock_metric_label *labels, size_t nlabels) {
         if (name[0] == '_' && name[1] == '_')
             return dlock__fail(DLOCK_EINVAL,
                                "prometheus: label name \"%.64s\" starts with __ (reserved)", name);
-        if (strcmp(name, "le") == 0 || strcmp(name, "code") == 0)
+        if (strcmp(name, "le") == 0 || strcmp(name, "code") == 0 || strcmp(name, "kind") == 0)
             return dlock__fail(DLOCK_EINVAL,
                                "prometheus: label name \"%s\" is dlock's own (the histogram's "
-                               "bucket, the failure's code)",
+                               "bucket, the failure's code, the object's kind)",
                                name);
         for (size_t j = 0; j < i; j++)
             if (strcmp(labels[j].name, name) == 0)

@@ -116,6 +116,7 @@ int dlock__object_new(dlock_client *c, const char *name, const dlock__object_cla
     if (!o)
         return dlock__fail(DLOCK_ENOMEM, "out of memory");
     dlock__handle_init(&o->handle, c, object_destroy);
+    o->handle.kind = cls->what;
     o->cls = cls;
     o->name = dlock__strdup(name);
     bool ok = o->name && key_name(&o->channel, cls->channel, name);

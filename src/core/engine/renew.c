@@ -151,8 +151,7 @@ static void declare_lost(dlock__renew *r, dlock__lease *l, int reason, const cha
     dlock__log(l->client, DLOCK_LOG_WARN, "lease lost: %s field %s: %s", l->key, l->field, why);
     unlink_lease(r, l);
     l->state = L_GONE;
-    dlock__stat_add(l->client, DLOCK__STAT_LEASES_LOST, 1);
-    l->ops->lost(l, l->owner_ctx, reason);
+    l->ops->lost(l, l->owner_ctx, reason); /* it counts the loss it reports */
     if (l->batches_in_flight == 0)
         lease_free(l);
 }

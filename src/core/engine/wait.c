@@ -478,6 +478,7 @@ static void no_channel_unlink(dlock__waiter *w) {
 }
 
 static void finish(dlock__waiter *w, int status) {
+    const char *kind = w->handle ? w->handle->kind : NULL; /* for the stats: unlink forgets it */
     dlock__timer_stop(&DLOCK__NET(w->client)->sched, &w->timer);
     handle_unlink(w);
     if (!w->channel)
@@ -487,7 +488,7 @@ static void finish(dlock__waiter *w, int status) {
     leave(w);
     w->state = W_DONE;
     dlock__stat_add(w->client, DLOCK__STAT_WAITS, -1);
-    dlock__stat_wait_ended(w->client, status, dlock__now_us() - w->started_us);
+    dlock__stat_wait_ended(w->client, kind, status, dlock__now_us() - w->started_us);
     w->ops->done(w, status);
 }
 

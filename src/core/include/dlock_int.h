@@ -293,6 +293,9 @@ struct dlock__handle {
     dlock__op free_call;               /* a free made on the loop thread, queued (step 2) */
     dlock__op *free_waiter;            /* a blocking free waiting for step 4, or NULL */
     void (*destroy)(dlock__handle *h); /* free the memory; no I/O */
+    /* The kind's word, static ("lock", "semaphore": its class's `what`), set after
+     * dlock__handle_init by the primitive, for dlock_stats' failures by kind; NULL: "other" */
+    const char *kind;
 };
 
 /* Opens h on c; destroy frees its memory once it is gone (step 4). */
@@ -546,9 +549,14 @@ typedef struct dlock__lease_ops {
     /* The lease is lost: renewal found it gone (reason DLOCK_ELOST), or could not
      * confirm it before it ran out (DLOCK_ECONN), or ran out past its bound
      * (DLOCK_LOST_MAX_HOLD). The lease is out of the registry and freed after this
-     * returns. */
+     * returns. The owner counts the loss it reports (dlock__stat_lease_lost). */
     void (*lost)(dlock__lease *lease, void *owner_ctx, int reason);
 } dlock__lease_ops;
+
+/* A hold lost, as its owner's lost callback is told of it, whoever found it gone: the
+ * watchdog, or a release, an acquire or a query that found the lock gone before the watchdog
+ * did. One dlock_stats.leases_lost. Loop thread. */
+void dlock__stat_lease_lost(dlock_client *c);
 
 /* Register before the acquire is sent, so a release can never race ahead of it. The lease
  * is not renewed until dlock__lease_held(). Returns NULL on ENOMEM. */

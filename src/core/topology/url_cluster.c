@@ -131,6 +131,23 @@ int dlock__cluster_url_parse(const char *url, dlock__cluster_url *out, char *err
     return rc;
 }
 
+int dlock__cluster_node_url(const char *url, const char *host, int port, char **out) {
+    parts p = {0};
+    char err[200];
+    if (!url || !host || !host[0] || port < 1 || port > 65535 ||
+        split(url, &p, err, sizeof(err)) != DLOCK_OK)
+        return DLOCK_EINVAL;
+    bool v6 = strchr(host, ':') != NULL; /* an IPv6 address is written in brackets */
+    size_t size = 32 + p.userinfo_len + strlen(host) + strlen(p.query);
+    char *node_url = dlock__malloc(size);
+    if (!node_url)
+        return DLOCK_ENOMEM;
+    snprintf(node_url, size, "%s://%.*s%s%s%s:%d%s", p.tls ? "rediss" : "redis",
+             (int)p.userinfo_len, p.userinfo, v6 ? "[" : "", host, v6 ? "]" : "", port, p.query);
+    *out = node_url;
+    return DLOCK_OK;
+}
+
 void dlock__cluster_url_free(dlock__cluster_url *u) {
     for (size_t i = 0; i < u->count; i++)
         dlock__endpoint_free(&u->seeds[i]);
