@@ -25,7 +25,8 @@ files. It fails when
   - a core file includes a header of a higher floor, or a door includes a floor's header
     (the doors would hand the floors to everyone),
   - code built on the core (the primitives' folders under src/, tools/, examples/,
-    bench/) includes a core header other than a door.
+    bench/) includes a core header other than a door, or declares a core function
+    (dlock__*) itself instead of including the door that declares it.
 Usage: scripts/check-layers.py [repo root]   (prints the graph; exit 1 on a violation)
 """
 import os
@@ -149,6 +150,8 @@ def find_cycle(edges):
 # the scripts' own cost on the server).
 SCRIPT_TABLE_USERS = ("bench/",)
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+# A prototype of a core function at a file's top level (a line that starts with its type).
+REDECLARED = re.compile(r"^[A-Za-z_][\w \t*]*?\b(dlock__\w+)\s*\([^;{}]*\)\s*;", re.M)
 
 
 def core_include_problems(files):
@@ -182,7 +185,7 @@ def core_include_problems(files):
     return problems
 
 
-def include_problems():
+def include_problems(core_functions):
     """Files built on the core that include a core header other than its doors."""
     doors = set(os.listdir(os.path.join(core, DOORS_DIR)))
     floor_headers = {f"{floor}/{name}" for floor in FLOORS
@@ -199,7 +202,13 @@ def include_problems():
                 path = os.path.join(dirpath, name)
                 rel = os.path.relpath(path, root)
                 with open(path, errors="replace") as f:
-                    for header in INCLUDE.findall(f.read()):
+                    text = f.read()
+                    for name in REDECLARED.findall(strip(text)):
+                        if name not in core_functions:
+                            continue  # a primitive's own dlock__ function
+                        problems.append(f"{rel} declares the core's {name} itself: a core "
+                                        "function is reached through a door's declaration")
+                    for header in INCLUDE.findall(text):
                         if header == "dlock_scripts.h" and rel.startswith(SCRIPT_TABLE_USERS):
                             continue
                         core_only = (header in floor_headers or header == "dlock_scripts.h"
@@ -241,7 +250,7 @@ def main():
                     f"{FLOORS[level_of[stem]]}/{stem}.c calls up into "
                     f"{FLOORS[level_of[callee]]}/{callee}.c: {', '.join(fns)}")
     problems += core_include_problems(files)
-    problems += include_problems()
+    problems += include_problems(set(owner))
     cycle = find_cycle({s: set(e) for s, e in edges.items()})
     if cycle:
         problems.append("a circle of calls: " + " -> ".join(c + ".c" for c in cycle))

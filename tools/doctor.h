@@ -89,9 +89,4 @@ void doctor_check_sentinels(doctor_report *r); /* nothing unless r->sentinel_url
  * on every master and replica of the slot map, each through a client of its own. */
 void doctor_check_cluster(doctor_report *r);
 
-/* src/core/topology/url_cluster.c (linked statically, as cli.h's dlock__url_masked): the
- * plain URL of one node of a cluster URL, its credentials, TLS and query kept; free it with
- * dlock__free. */
-int dlock__cluster_node_url(const char *url, const char *host, int port, char **out);
-
 #endif

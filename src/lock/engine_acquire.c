@@ -227,7 +227,7 @@ static const dlock__wait_ops *wait_ops_of(lock_state *st) {
         ops->wake_count = st->kind->wake_count;
         ops->turn_ms = st->kind->turn_ms;
         ops->named = st->kind->turn_channel ? acquire_named : NULL;
-        ops->granted = st->kind->turn_channel ? dlock__acquire_granted : NULL;
+        ops->granted = st->kind->grant_ms > 0 ? dlock__acquire_granted : NULL;
         ops->done = acquire_done;
     }
     return ops;

@@ -5,7 +5,7 @@
  * a message and a round trip.
  *
  * The grant, on the kind's turn channel: "<owner field> <1|2> <token> <joined> <now>". The
- * release wrote the owner's hold (one, with the grant's short lease, the kind's turn_ms)
+ * release wrote the owner's hold (one, with the grant's short lease, the kind's grant_ms)
  * before it published; 2 says others still wait in line, token is the new token (0 where
  * the name has no counter), joined the place in line (µs of the server's clock) the release
  * handed the lock to, and now the server's clock when it did.
@@ -19,7 +19,7 @@
  *     sooner than (now - joined) after the send of the attempt that joined at that place
  *     (every wait joins anew, acquire.lua), less 1/10,000 of it (two clocks' rates) and a ms
  *     (this clock's grain). The later of the two is when it began at the earliest;
- *   - at most half of turn_ms has passed since then, so the lock is the owner's for at
+ *   - at most half of grant_ms has passed since then, so the lock is the owner's for at
  *     least the other half, whatever the message's delay;
  *   - the command connection has been up for a second (dlock__client_commands_steady):
  *     dropped now, it comes back at once, so the confirmation below lands in time; one
@@ -36,7 +36,7 @@
  * Until its answer the hold stands on the grant's own lease (and the client reconnects
  * within a third of it, dlock__renew_short_lease, so that a dropped connection does not
  * keep the confirmation out), and the client keeps to what it knows of that: unconfirmed a tenth of
- * turn_ms before the grant's lease runs out at the earliest, the hold is lost (DLOCK_ECONN: the
+ * grant_ms before the grant's lease runs out at the earliest, the hold is lost (DLOCK_ECONN: the
  * lost callback, and the owner's next release says DLOCK_ELOST), as a watchdog lease is when no
  * renewal could confirm it in time; a confirmation that still comes after that finds a hold nobody
  * here believes in, and gives it back (the kind's release). The answer: a watchdog lease is held
@@ -107,7 +107,7 @@ static void on_confirmed(dlock_client *c, int status, const dlock__reply *reply,
     lock_op *op = arg;
     hold *h = op->hold;
     dlock__client_timer_stop(c, &op->grant_lapse);
-    dlock__renew_short_lease(c, op->lock->kind->turn_ms, false);
+    dlock__renew_short_lease(c, op->lock->kind->grant_ms, false);
     bool closing = status == DLOCK_ECANCELED || status == DLOCK_ECLOSED || dlock__client_closing(c);
     bool current = !closing && h->sends == op->grant_sends;
     bool answered = status == DLOCK_OK && dlock__reply_shape_each(&dlock__shape_renewed, reply, 1);
@@ -160,8 +160,8 @@ static bool confirm(const lock_op *acquire, int64_t lapse_ms) {
         dlock__lock_op_end(op, rc);
         return false;
     }
-    dlock__renew_short_lease(l->client, l->kind->turn_ms, true);
-    int64_t margin = l->kind->turn_ms / 10;
+    dlock__renew_short_lease(l->client, l->kind->grant_ms, true);
+    int64_t margin = l->kind->grant_ms / 10;
     dlock__client_timer_init(&op->grant_lapse, on_grant_lapse, op);
     dlock__client_timer_start(l->client, &op->grant_lapse, lapse_ms - margin - op->sent_ms);
     return true;
@@ -183,13 +183,13 @@ bool dlock__acquire_granted(dlock__waiter *w, const char *turn, size_t len) {
         !dlock__client_commands_steady(l->client))
         return false;
     int64_t began_ms = grant_began_ms(op, &g);
-    if (dlock__now_ms() - began_ms > l->kind->turn_ms / 2)
+    if (dlock__now_ms() - began_ms > l->kind->grant_ms / 2)
         return false;
     if (l->fenced && (g.token == 0 || (h->has_token && g.token <= h->token)))
         return false; /* not the token a fenced acquisition must bring */
     if (!l->fenced && g.token != 0)
         return false;
-    if (!confirm(op, began_ms + l->kind->turn_ms))
+    if (!confirm(op, began_ms + l->kind->grant_ms))
         return false;
     dlock__shape_values got = {.form = 0, .value = {g.line, 1, (int64_t)g.token}};
     dlock__acquired(op, &got, false);

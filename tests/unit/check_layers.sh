@@ -56,6 +56,12 @@ echo '#include "net/net.h"' >>"$scratch/tree/tools/dlock.c"
 expect_fail "the tool includes a floor's header" "tools/dlock.c includes net/net.h"
 
 fresh
+printf 'int dlock__cluster_url_parse(const char *url, void *out, char *err, unsigned long n);\n' \
+    >>"$scratch/tree/tools/cli.h"
+expect_fail "the tool declares a core function itself" \
+    "tools/cli.h declares the core's dlock__cluster_url_parse itself"
+
+fresh
 echo '#include "engine/engine.h"' >>"$scratch/tree/src/core/net/conn.c"
 expect_fail "net includes the engine's header" \
     "src/core/net/conn.c (net) includes engine/engine.h (engine), a floor above it"

@@ -155,8 +155,8 @@ static void test_cluster_scripts_publish_sharded_and_allow_cross_slot_keys(void 
 }
 
 /* The KEYS a Cluster client passes undeclared, the build's reading of each script header's
- * [unstored] tags: exactly the channels (and the read-write lock's name base) of today's
- * scripts, and every KEYS[i] a script publishes to. */
+ * [unstored] tags: exactly the channels, the read-write lock's name base and the lock's
+ * hand-off keys of today's scripts, and every KEYS[i] a script publishes to. */
 static void test_undeclared_cluster_keys_are_the_channels_of_each_header(void **state) {
     (void)state;
     static const struct {
@@ -164,10 +164,11 @@ static void test_undeclared_cluster_keys_are_the_channels_of_each_header(void **
         unsigned positions;
     } expected[] = {
         {"fairlock/fair", 1u << 4},
-        {"lock/acquire", 1u << 2 | 1u << 3}, /* the hand-off marker and queue, never touched
-                                                 in a Cluster */
+        {"lock/acquire", 1u << 2 | 1u << 3}, /* the hand-off marker and queue: usually absent,
+                                                 touched only outside a migration */
         {"lock/force_release", 1u << 2},
-        {"lock/release", 1u << 2 | 1u << 5}, /* never passed marker and queue there */
+        {"lock/handoff_drop_cluster", 1u << 2 | 1u << 3}, /* the same, N declared to route it */
+        {"lock/release", 1u << 2 | 1u << 3 | 1u << 4 | 1u << 5}, /* the same, and channels */
         {"rwlock/rw", 1u << 2 | 1u << 4},
         {"semaphore/latch_count_down", 1u << 2},
         {"semaphore/latch_try_set", 1u << 2},

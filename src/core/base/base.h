@@ -67,12 +67,6 @@ int dlock__url_parse(const char *url, dlock__endpoint *ep, char *err, size_t err
 const char *const *dlock__url_schemes(size_t *count);
 void dlock__endpoint_free(dlock__endpoint *ep);
 
-/* url as it may be printed or logged: the password in userinfo and any password= query
- * value replaced by "***" (userinfo without a ':' too: some clients read it as a
- * password). Works on any string, a malformed URL included; truncated to fit buf.
- * Returns buf. The one function through which the library and the tool show a URL. */
-const char *dlock__url_masked(const char *url, char *buf, size_t size);
-
 /* "host:port" ("[v6]:port") or "unix socket /path": where ep connects, never its
  * credentials. Returns buf. */
 const char *dlock__endpoint_describe(const dlock__endpoint *ep, char *buf, size_t size);

@@ -137,6 +137,19 @@ typedef void (*dlock__sentinel_survey_fn)(dlock_client *c, const dlock__sentinel
  * 0: out of memory). The client itself goes on as before. DLOCK_EINVAL when the client has
  * no sentinels or a survey already runs; DLOCK_ECLOSED, DLOCK_ENOMEM. Loop thread only. */
 int dlock__client_sentinel_survey(dlock_client *c, dlock__sentinel_survey_fn done, void *arg);
+
+/* ---- URLs, for the tool as for the library (base/url.c, topology/url_cluster.c) ---------- */
+
+/* url as it may be printed or logged: the password in userinfo and any password= query
+ * value replaced by "***" (userinfo without a ':' too: some clients read it as a
+ * password). Works on any string, a malformed URL included; truncated to fit buf.
+ * Returns buf. The one function through which the library and the tool show a URL. */
+const char *dlock__url_masked(const char *url, char *buf, size_t size);
+/* The plain URL of one node of the cluster url names, redis[s]://[userinfo]host:port[?query]
+ * with url's credentials, TLS and query: for the tool, which asks every node (dlock doctor)
+ * without reading a URL's parts. *out is a new string (free it with dlock__free).
+ * DLOCK_EINVAL when url is no cluster URL or host:port no address; DLOCK_ENOMEM. */
+int dlock__cluster_node_url(const char *url, const char *host, int port, char **out);
 /* Seconds until the certificate the server presented on the command connection expires
  * (negative: expired), for the tool's report. DLOCK_EINVAL on a URL without TLS, DLOCK_ECONN
  * when no TLS session is up (in a Cluster: the client keeps no single one). Loop thread. */
@@ -384,8 +397,9 @@ int dlock__script(dlock_client *c, enum dlock__script_id script, unsigned flags,
 
 /* ---- replica acknowledgement (conn.c, replicas.c) -------------------------------------- */
 
-/* A script that writes is followed, in the same pipeline, by WAIT <replicas> <timeout>
- * (?sync_replicas=auto|0|N, ?sync_timeout_ms=; replicas.c says how many). Through
+/* A script that writes is acknowledged by a WAIT <replicas> <timeout> on its connection,
+ * which may cover other writes too (?sync_replicas=auto|0|N, ?sync_timeout_ms=; conn.c
+ * batches them, replicas.c says how many). Through
  * dlock__script the answer stays in the core: a write that fewer replicas acknowledged is
  * still done, its caller gets DLOCK_OK and the log a warning (a release, a count-down, a
  * renewal). An acquisition, which must not stand unless acknowledged, is sent with

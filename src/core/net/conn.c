@@ -18,12 +18,20 @@
  * is DLOCK__CMD_RETRY_SAFE and has attempts left, otherwise it fails with DLOCK_ECONN:
  * its effect is unknown.
  *
- * A script that writes (script.c) is followed in the same write by WAIT <replicas>
- * <timeout> when replicas.c asks for any. Its reply is then copied and kept until the
- * WAIT's answer, and the caller gets both at once (dlock__acks, dlock_int.h). WAIT blocks
- * this connection on the server for up to its timeout, so a command's reply timeout runs
- * from when the reply before it arrived (Redis answers in order) and also gives its own
- * WAIT its time.
+ * A script that writes (script.c) is acknowledged by a WAIT <replicas> <timeout> when
+ * replicas.c asks for any; its reply is copied and kept until that WAIT answers, and the
+ * caller gets both at once (dlock__acks, dlock_int.h). One WAIT covers every write sent
+ * before it on the connection, and while it waits the server runs nothing else of the
+ * connection, so writes are acknowledged in batches (dlock__ack_batch): at most
+ * WAITS_OUT_MAX (3) WAITs are out; a write sent while fewer are goes out with one behind
+ * it, and the writes sent while that many are out (they queue on the server behind them)
+ * share the WAIT that goes when the first of those answers. A command sent after a WAIT
+ * thus waits for at most the WAITs out when it was sent, never for those of writes sent
+ * after it, and the writes of a busy connection cost one WAIT per batch instead of one
+ * each. A command's reply timeout runs from when the reply before it arrived (Redis
+ * answers in order), and a WAIT's also gives it its own time. Replies to commands that
+ * need no acknowledgement (reads, PING, ROLE) are not held: they may reach their callers
+ * before those of writes sent earlier, which wait for their WAIT.
  *
  * A node may answer that it did not run a command at all: READONLY (under Sentinel or in
  * a Cluster, it is a replica now: a failover moved the master; a plain URL that names a
@@ -41,26 +49,19 @@
 
 #include "net/net.h"
 
-/* Where a command sent with a WAIT behind it stands. */
-enum wait_phase {
-    AWAIT_SCRIPT,  /* the script's reply comes next */
-    AWAIT_ACKS,    /* the script answered (held); the WAIT's answer comes next */
-    AWAIT_RESEND,  /* NOSCRIPT: the WAIT's answer comes next, then the script goes as EVAL */
-    AWAIT_ASKING,  /* ASK: the answer to ASKING comes next, then the script's */
-    AWAIT_NOT_RUN, /* the node did not run it (held): the WAIT's answer comes next */
-};
-
 struct dlock__cmd {
     dlock__cmd *next;
     dlock__reply_fn fn;
     dlock__acked_fn acked_fn; /* instead of fn: dlock__script_acked */
     void *arg;
     int64_t deadline_ms; /* the caller's (dlock__script_acked), INT64_MAX otherwise */
-    /* this send's WAIT: replicas asked (0: none) and its timeout */
+    /* this send's acknowledgement: replicas asked (0: none) and the time it gives its
+     * WAIT; for the batch's WAIT itself (is_wait), what that WAIT asks */
     int wait_replicas;
     int64_t wait_timeout_ms;
-    enum wait_phase phase;
-    redisReply *held; /* AWAIT_ACKS: the script's reply, copied */
+    bool is_wait;     /* the WAIT of a batch (dlock__ack_batch), no caller's command */
+    bool asking_next; /* ASK: the answer to ASKING comes next, then the command's */
+    redisReply *held; /* in batch.answered: the script's reply, copied */
     int held_status;
     int64_t clock_ms; /* its reply timeout runs from here: sent, or the reply before it */
     unsigned flags;
@@ -157,11 +158,11 @@ static redisReply *reply_copy(const redisReply *r) {
     return c;
 }
 
-/* Forget a send's WAIT state: the command goes again, or ends. */
-static void wait_reset(dlock__cmd *cmd) {
+/* Forget a send's state: the command goes again, or ends. */
+static void send_reset(dlock__cmd *cmd) {
     reply_copy_free(cmd->held);
     cmd->held = NULL;
-    cmd->phase = AWAIT_SCRIPT;
+    cmd->asking_next = false;
 }
 
 /* ---- completion ------------------------------------------------------------------------- */
@@ -183,6 +184,10 @@ static void warn_unacked(dlock_client *c, const dlock__cmd *cmd, const dlock__ac
 static void finish_acked(dlock_client *c, dlock__cmd *cmd, int status, const redisReply *reply,
                          const dlock__acks *acks) {
     static const dlock__acks no_wait = {0};
+    if (cmd->is_wait) { /* a batch's WAIT has no caller: its writes end on their own */
+        dlock__free(cmd);
+        return;
+    }
     if (cmd->acked_fn) {
         cmd->acked_fn(c, status, reply, acks ? acks : &no_wait, cmd->sends, cmd->arg);
     } else {
@@ -234,19 +239,64 @@ static void arm_deadline(dlock__conn *conn);
  * `inflight` (Redis answers in order), so the link's arg is not needed. */
 static void on_reply(dlock__link *link, const dlock__reply *reply, void *arg);
 
-/* The WAIT behind cmd's script, in the same write. */
-static int send_wait(dlock__conn *conn, const dlock__cmd *cmd) {
-    char replicas[16], timeout[24];
-    const char *argv[] = {"WAIT", replicas, timeout};
-    size_t lens[] = {
-        4, (size_t)snprintf(replicas, sizeof(replicas), "%d", cmd->wait_replicas),
-        (size_t)snprintf(timeout, sizeof(timeout), "%lld", (long long)cmd->wait_timeout_ms)};
-    return dlock__link_send(&conn->link, 3, argv, lens, on_reply, NULL);
+/* ---- the batch's WAIT -------------------------------------------------------------------- */
+
+/* How many WAITs may be out at once. One alone leaves the server idle for a round trip
+ * between a WAIT's answer and the next WAIT (the writes behind it ran at once, their WAIT
+ * comes only when the client has read that answer); a few, each covering the writes sent
+ * while the ones before were out, keep the next queued behind them. More make batches
+ * smaller, and each WAIT blocks the connection while it waits for the replicas' answer.
+ * bench/sync_replicas.sh, T = 8 / 32 threads on one client: 1 out cost 56-63 % / 53-64 %
+ * of the pairs/s of sync_replicas=0, 2 out 49-54 % / 44-56 %, 3 out 42-45 % / 9-21 %,
+ * 4 out 51 % / 28 %, 8 out 66 % / 42 %, no bound 66 % / 78 %. */
+#define WAITS_OUT_MAX 3
+
+/* A write went out: the next WAIT covers it. */
+static void batch_add(dlock__ack_batch *b, const dlock__cmd *cmd) {
+    if (b->unwaited == 0 || cmd->wait_timeout_ms < b->timeout_ms)
+        b->timeout_ms = cmd->wait_timeout_ms; /* none waits longer than it was given */
+    if (cmd->wait_replicas > b->replicas)
+        b->replicas = cmd->wait_replicas;
+    b->unwaited++;
 }
 
-/* Whether this send of cmd is followed by a WAIT, for how many replicas and how long: the
- * URL's sync_timeout_ms, or the time left to the caller's deadline when that is shorter,
- * but never below DLOCK__SYNC_MIN_MS (WAIT's 0 would mean for ever). */
+/* Sends the WAIT for the writes sent since the last one, unless one is still out (it
+ * answers first, and this one goes then). */
+static void wait_if_due(dlock__conn *conn) {
+    dlock__ack_batch *b = &conn->batch;
+    if (b->waits_out >= WAITS_OUT_MAX || b->unwaited == 0 || conn->link.state != LINK_READY)
+        return;
+    dlock__cmd *wait = dlock__calloc(1, sizeof(*wait));
+    char replicas[16], timeout[24];
+    const char *argv[] = {"WAIT", replicas, timeout};
+    size_t lens[] = {4, (size_t)snprintf(replicas, sizeof(replicas), "%d", b->replicas),
+                     (size_t)snprintf(timeout, sizeof(timeout), "%lld", (long long)b->timeout_ms)};
+    if (!wait || dlock__link_send(&conn->link, 3, argv, lens, on_reply, NULL) != DLOCK_OK) {
+        /* the writes cannot be acknowledged on this connection: drop it (on_down retries or
+         * fails them), as for any command that cannot be sent */
+        dlock__free(wait);
+        dlock__link_fail_later(&conn->link, DLOCK_ECONN, "cannot send WAIT");
+        return;
+    }
+    wait->is_wait = true;
+    wait->script = -1;
+    wait->slot = -1;
+    wait->deadline_ms = INT64_MAX;
+    wait->give_up_ms = INT64_MAX;
+    wait->wait_replicas = b->replicas;
+    wait->wait_timeout_ms = b->timeout_ms;
+    wait->clock_ms = dlock__now_ms();
+    dlock__cmd_queue_push(&conn->inflight, wait);
+    b->waits_out++;
+    b->unwaited = 0;
+    b->replicas = 0;
+    arm_deadline(conn);
+}
+
+/* Whether this send of cmd needs a WAIT, for how many replicas and how long: the URL's
+ * sync_timeout_ms, or the time left to the caller's deadline when that is shorter, but
+ * never below DLOCK__SYNC_MIN_MS (WAIT's 0 would mean for ever). A batch's WAIT asks for
+ * the most and waits the least of its writes'. */
 static void plan_wait(dlock__conn *conn, dlock__cmd *cmd) {
     const dlock__endpoint *ep = &DLOCK__NET(conn->link.client)->endpoint;
     cmd->wait_replicas = 0;
@@ -349,7 +399,7 @@ static bool send_cmd(dlock__conn *conn, dlock__cmd *cmd) {
         lens[0] = strlen(argv[0]);
     }
     int rc = DLOCK_OK;
-    if (cmd->phase == AWAIT_ASKING) {
+    if (cmd->asking_next) {
         const char *asking[] = {"ASKING"};
         size_t asking_len[] = {6};
         rc = dlock__link_send(&conn->link, 1, asking, asking_len, on_reply, NULL);
@@ -360,23 +410,22 @@ static bool send_cmd(dlock__conn *conn, dlock__cmd *cmd) {
         dlock__free(argv);
         dlock__free(lens);
     }
-    if (rc == DLOCK_OK && cmd->wait_replicas > 0)
-        rc = send_wait(conn, cmd);
     return rc == DLOCK_OK;
 }
 
 static bool transmit(dlock__conn *conn, dlock__cmd *cmd) {
     cmd->sends++;
     cmd->clock_ms = dlock__now_ms();
-    wait_reset(cmd);
+    send_reset(cmd);
     plan_wait(conn, cmd);
-    if (cmd->asking) /* once: a later send goes where the map says */
-        cmd->phase = AWAIT_ASKING;
-    cmd->asking = false;
+    cmd->asking_next = cmd->asking;
+    cmd->asking = false; /* once: a later send goes where the map says */
     if (!send_cmd(conn, cmd))
         return false;
     dlock__cmd_queue_push(&conn->inflight, cmd);
     conn->commands_sent++;
+    if (cmd->wait_replicas > 0)
+        batch_add(&conn->batch, cmd);
     return true;
 }
 
@@ -396,6 +445,7 @@ static void flush_pending(dlock__conn *conn) {
             break;
         }
     }
+    wait_if_due(conn);
     arm_deadline(conn);
 }
 
@@ -416,34 +466,46 @@ static int reply_status(const redisReply *reply) {
     return acl_refusal(reply->str) ? DLOCK_ENOPERM : DLOCK_EREDIS;
 }
 
-/* The script of a command with a WAIT behind it answered: keep the reply for the WAIT's
- * answer (the command stays at the head of inflight). */
-static void hold_script_reply(dlock__cmd *cmd, const redisReply *reply) {
-    if (is_noscript(cmd, reply)) {
-        cmd->phase = AWAIT_RESEND;
-        return;
-    }
-    cmd->phase = AWAIT_ACKS;
+/* The script of a write answered: keep the reply until the WAIT that covers it answers. */
+static void hold_for_wait(dlock__conn *conn, dlock__cmd *cmd, const redisReply *reply) {
     cmd->held = reply_copy(reply);
     cmd->held_status = cmd->held ? reply_status(reply) : DLOCK_ENOMEM;
+    dlock__cmd_queue_push(&conn->batch.answered, cmd);
 }
 
-/* The WAIT answered (reply): the caller gets the script's reply and the acknowledgement. */
-static void settle_acks(dlock__conn *conn, dlock__cmd *cmd, const redisReply *reply) {
-    dlock__acks acks = {.asked = cmd->wait_replicas, .timeout_ms = cmd->wait_timeout_ms};
-    if (reply->type == REDIS_REPLY_ERROR) {
+/* The batch's WAIT (wait, out of inflight) answered (reply): each write it covers gets its
+ * script's reply and the acknowledgement, which holds for every one of them (the replicas
+ * that have the last write of the connection have those before it). */
+static void settle_batch(dlock__conn *conn, dlock__cmd *wait, const redisReply *reply) {
+    dlock__cmd_queue answered = queue_take(&conn->batch.answered);
+    dlock__acks acks = {.timeout_ms = wait->wait_timeout_ms};
+    bool understood = true;
+    if (reply->type == REDIS_REPLY_ERROR)
         acks.wait_error = reply;
-    } else if (!dlock__replicas_wait_answer(&conn->replicas, reply, &acks.acked)) {
-        /* the write ran, but whether a replica has it is unknown: the connection goes, as
-         * for any reply not understood (its text names what arrived), and the caller hears
-         * DLOCK_ECONN, never DLOCK_OK */
+    else
+        understood = dlock__replicas_wait_answer(&conn->replicas, reply, &acks.acked);
+    dlock__free(wait);
+    conn->batch.waits_out--;
+    dlock__cmd *cmd;
+    if (!understood) {
+        /* the writes ran, but whether a replica has them is unknown: the connection goes,
+         * as for any reply not understood (its text names what arrived), and each caller
+         * hears DLOCK_ECONN, never DLOCK_OK */
         dlock__link_protocol_error(&conn->link, "an answer to WAIT that is no count of replicas",
                                    reply);
-        finish(conn, cmd, DLOCK_ECONN, NULL);
+        while ((cmd = dlock__cmd_queue_pop(&answered)))
+            finish(conn, cmd, DLOCK_ECONN, NULL);
         return;
     }
-    int status = cmd->held_status;
-    finish_acked(conn->link.client, cmd, status, status == DLOCK_ENOMEM ? NULL : cmd->held, &acks);
+    /* the writes sent while it was out get theirs first: what the callbacks below send
+     * then waits for it, and goes in the next batch */
+    wait_if_due(conn);
+    while ((cmd = dlock__cmd_queue_pop(&answered))) {
+        acks.asked = cmd->wait_replicas;
+        int status = cmd->held_status;
+        finish_acked(conn->link.client, cmd, status, status == DLOCK_ENOMEM ? NULL : cmd->held,
+                     &acks);
+    }
 }
 
 /* The node did not run cmd (see the opening comment). */
@@ -486,43 +548,33 @@ static void on_reply(dlock__link *link, const dlock__reply *reply, void *arg) {
     dlock__cmd *cmd = conn->inflight.head;
     if (!cmd)
         return;
-    if (cmd->phase == AWAIT_ASKING) { /* ASKING's answer; the command's comes next */
-        cmd->phase = AWAIT_SCRIPT;
-        return;
-    }
-    if (cmd->wait_replicas > 0 && cmd->phase == AWAIT_SCRIPT) {
-        if (not_run(conn, reply)) {
-            cmd->phase = AWAIT_NOT_RUN;
-            cmd->held = reply_copy(reply);
-        } else {
-            hold_script_reply(cmd, reply);
-        }
+    if (cmd->asking_next) { /* ASKING's answer; the command's comes next */
+        cmd->asking_next = false;
         return;
     }
     dlock__cmd_queue_pop(&conn->inflight);
     if (conn->inflight.head) /* its reply comes next: its timeout runs from now */
         conn->inflight.head->clock_ms = dlock__now_ms();
-    if (cmd->phase == AWAIT_ACKS) {
-        settle_acks(conn, cmd, reply);
+    if (cmd->is_wait) {
+        settle_batch(conn, cmd, reply);
         return;
     }
-    if (cmd->phase == AWAIT_NOT_RUN || not_run(conn, reply)) {
-        /* place_again may send cmd again, which resets what it holds: keep the reason */
-        redisReply *held = cmd->phase == AWAIT_NOT_RUN ? cmd->held : NULL;
-        cmd->held = NULL;
-        if (cmd->phase == AWAIT_NOT_RUN && !held)
-            finish(conn, cmd, DLOCK_ENOMEM, NULL); /* the copy failed */
-        else
-            place_again(conn, cmd, held ? held : reply);
-        reply_copy_free(held);
+    if (not_run(conn, reply)) { /* it wrote nothing: no WAIT to wait for */
+        place_again(conn, cmd, reply);
         return;
     }
-    if (cmd->phase == AWAIT_RESEND || is_noscript(cmd, reply)) {
+    if (is_noscript(cmd, reply)) {
         /* The script cache was flushed: the script did not run. EVAL runs it and puts it
          * back in the cache for the EVALSHAs that follow. */
         cmd->use_eval = true;
         if (!transmit(conn, cmd))
             finish(conn, cmd, DLOCK_ECONN, NULL);
+        wait_if_due(conn);
+        arm_deadline(conn);
+        return;
+    }
+    if (cmd->wait_replicas > 0) {
+        hold_for_wait(conn, cmd, reply);
         return;
     }
     finish(conn, cmd, reply_status(reply), reply);
@@ -531,10 +583,11 @@ static void on_reply(dlock__link *link, const dlock__reply *reply, void *arg) {
 /* ---- deadlines -------------------------------------------------------------------------- */
 
 /* When the oldest command in flight is overdue: timeout_ms from when its reply became the
- * next to come, plus its WAIT's own time. */
+ * next to come, plus, for a WAIT, its own time. */
 static int64_t reply_due_ms(const dlock__conn *conn) {
     const dlock__cmd *head = conn->inflight.head;
-    return head->clock_ms + DLOCK__BASE(conn->link.client)->opts.timeout_ms + head->wait_timeout_ms;
+    return head->clock_ms + DLOCK__BASE(conn->link.client)->opts.timeout_ms +
+           (head->is_wait ? head->wait_timeout_ms : 0);
 }
 
 static void arm_deadline(dlock__conn *conn) {
@@ -618,17 +671,38 @@ static void on_ready(dlock__link *link) {
     flush_pending(conn);
 }
 
+/* Every command sent whose caller has not had its answer, in the order sent: the writes
+ * waiting for their WAIT, then inflight. The batch starts again empty. */
+static dlock__cmd_queue take_unsettled(dlock__conn *conn) {
+    dlock__cmd_queue all = queue_take(&conn->batch.answered);
+    dlock__cmd_queue rest = queue_take(&conn->inflight);
+    if (!all.head)
+        all = rest;
+    else if (rest.head) {
+        all.tail->next = rest.head;
+        all.tail = rest.tail;
+        all.count += rest.count;
+    }
+    memset(&conn->batch, 0, sizeof(conn->batch));
+    return all;
+}
+
 static void on_down(dlock__link *link, int err) {
     dlock__conn *conn = conn_of(link);
     dlock_client *c = link->client;
     if (conn->on_outcome)
         conn->on_outcome(conn, err);
-    /* Commands in flight: resend the ones that may run twice (first, in their order),
-     * fail the others. Their callbacks may queue new commands: those go behind. */
-    dlock__cmd_queue lost = queue_take(&conn->inflight);
+    /* Commands in flight, and writes that answered but whose WAIT has not (sent before
+     * those): resend the ones that may run twice (first, in their order), fail the others.
+     * Their callbacks may queue new commands: those go behind. */
+    dlock__cmd_queue lost = take_unsettled(conn);
     dlock__cmd_queue retry = {0};
     dlock__cmd *cmd;
     while ((cmd = dlock__cmd_queue_pop(&lost))) {
+        if (cmd->is_wait) {
+            finish(conn, cmd, DLOCK_ECONN, NULL); /* frees it */
+            continue;
+        }
         bool may_retry = (cmd->flags & DLOCK__CMD_RETRY_SAFE) &&
                          cmd->sends <= DLOCK__BASE(c)->opts.retry_attempts && !conn->closing;
         if (may_retry) {
@@ -674,8 +748,9 @@ void dlock__conn_close(dlock__conn *conn) {
     dlock__link_close(&conn->link);
     dlock__timer_stop(&DLOCK__NET(conn->link.client)->sched, &conn->deadline_timer);
     dlock__timer_stop(&DLOCK__NET(conn->link.client)->sched, &conn->replicas.check);
+    dlock__cmd_queue unsettled = take_unsettled(conn);
     dlock__cmd *cmd;
-    while ((cmd = dlock__cmd_queue_pop(&conn->inflight)))
+    while ((cmd = dlock__cmd_queue_pop(&unsettled)))
         finish(conn, cmd, DLOCK_ECANCELED, NULL);
     while ((cmd = dlock__cmd_queue_pop(&conn->pending)))
         finish(conn, cmd, DLOCK_ECANCELED, NULL);
@@ -748,7 +823,7 @@ dlock__cmd_queue dlock__conn_take_pending(dlock__conn *conn) {
 }
 
 bool dlock__conn_idle(const dlock__conn *conn) {
-    return !conn->pending.head && !conn->inflight.head;
+    return !conn->pending.head && !conn->inflight.head && !conn->batch.answered.head;
 }
 
 int dlock__cmd_slot(const dlock__cmd *cmd) {

@@ -226,11 +226,23 @@ int dlock__replicas_asked(const dlock__replicas *r, const dlock__endpoint *ep);
 bool dlock__replicas_check_due(const dlock__replicas *r, const dlock__endpoint *ep);
 #define DLOCK__ROLE_CHECK_MS 2000
 
+/* The WAITs that acknowledge writes in batches (conn.c): a WAIT covers every write sent
+ * before it on its connection, and the server runs nothing more of that connection while
+ * it waits, so few are out at a time, each covering the writes sent since the one before. */
+typedef struct dlock__ack_batch {
+    dlock__cmd_queue answered; /* writes whose script answered, until their WAIT does */
+    int unwaited;              /* writes sent since the last WAIT went out */
+    int replicas;              /* the most replicas one of those asks for */
+    int64_t timeout_ms;        /* the least time one of those gives its WAIT */
+    int waits_out;             /* WAITs in flight */
+} dlock__ack_batch;
+
 typedef struct dlock__conn {
     dlock__link link;
     dlock__replicas replicas;
     dlock__cmd_queue pending;    /* waiting for the link to be ready */
     dlock__cmd_queue inflight;   /* sent, reply not yet in: replies come back in this order */
+    dlock__ack_batch batch;      /* writes waiting for their WAIT */
     dlock__timer deadline_timer; /* earliest reply timeout / give-up time */
     bool closing;
     uint64_t commands_sent; /* counters for tests and diagnostics */

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* replicas.c — how many replicas a write must reach (?sync_replicas=auto|0|N).
  *
- * Every write of lock, semaphore, permit or latch state is followed, in the same pipeline,
- * by WAIT <replicas> <timeout> (conn.c sends it; script.c says which scripts write). This
- * file decides <replicas> and keeps what it is made of, per command connection:
+ * Every write of lock, semaphore, permit or latch state is acknowledged by a WAIT <replicas>
+ * <timeout> on its connection, one WAIT for a batch of writes (conn.c sends it; script.c
+ * says which scripts write). This file decides <replicas> and keeps what it is made of, per
+ * command connection:
  *
  *   - N (sync_replicas=N): N, whatever the master says;
  *   - 0: no WAIT at all;

@@ -43,12 +43,6 @@ bool dlock__url_is_cluster(const char *url);
  * err (never a password), DLOCK_ENOMEM; out is then empty. */
 int dlock__cluster_url_parse(const char *url, dlock__cluster_url *out, char *err, size_t errlen);
 void dlock__cluster_url_free(dlock__cluster_url *u);
-/* The plain URL of one node of the cluster url names, redis[s]://[userinfo]host:port[?query]
- * with url's credentials, TLS and query: for the tool, which asks every node (dlock doctor)
- * without reading a URL's parts. *out is a new string (free it with dlock__free).
- * DLOCK_EINVAL when url is no cluster URL or host:port no address; DLOCK_ENOMEM. */
-int dlock__cluster_node_url(const char *url, const char *host, int port, char **out);
-
 /* ---- the topology (cluster.c) -------------------------------------------------------------- */
 
 typedef struct dlock__cluster dlock__cluster;
