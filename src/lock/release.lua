@@ -41,8 +41,15 @@
 -- it has heard the grant, with no command of its own, and then sets the heir's own lease
 -- (src/lock/engine_grant.c); every other dlock client lets it wake none of its waiters
 -- (src/core/engine/wait.c, turns). A heir that died holds the lock for the grant's lease at most.
--- Redisson's clients never hear the grant: their waiters sleep on (their hint is the
--- holder's lease) until a release hands the lock to nobody.
+-- Redisson's clients never hear the grant, and their waiters take only a free lock: so a
+-- release grants nothing while one may wait. A Redisson waiter is subscribed to KEYS[2]
+-- alone; a dlock client with waiters on N to both KEYS[2] and KEYS[5] (once each, however
+-- many waiters). So while KEYS[2] has more subscribers than KEYS[5] (PUBSUB NUMSUB, which
+-- counts this server's subscribers), some are not dlock's, and the release frees the lock
+-- and publishes "0" as Redisson's does: the Redisson waiter races for it as it would
+-- against Redisson's own clients, and without a grant every dlock waiter wakes too. The
+-- count errs only towards freeing (a dlock client whose turn subscription is not yet
+-- confirmed, or was refused, counts as another), which costs a hand-off, never a waiter.
 --
 -- The writes of a grant come first, and only what cannot fail follows them: the token
 -- counter's rise (if the name has one), then the heir's hold, then the grant's PUBLISH, each
@@ -98,6 +105,14 @@ local heir, grant = false, nil
 if KEYS[6] then
     local line = redis.pcall('zrange', KEYS[4], 0, 1, 'withscores')
     heir = type(line) == 'table' and line[1] ~= ARGV[2] and line[1] or false
+    -- A Redisson waiter takes only a free lock: while one listens, hand the lock to nobody.
+    -- It listens on KEYS[2] alone, every dlock client with waiters on KEYS[2] and KEYS[5].
+    if heir then
+        local all = redis.pcall('pubsub', 'numsub', KEYS[2])
+        local dlocks = redis.pcall('pubsub', 'numsub', KEYS[5])
+        local counted = type(all) == 'table' and type(dlocks) == 'table'
+        heir = counted and all[2] <= dlocks[2] and heir
+    end
     local token = heir and redis.pcall('get', KEYS[6])
     if token then -- a fenced lock's counter (none: a plain lock's name, token 0)
         local counter = type(token) == 'string' and #token <= 15 and
