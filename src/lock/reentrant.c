@@ -183,9 +183,9 @@ static void *names_new(const char *name) {
 }
 
 /* The owner stopped waiting before its last attempt (canceled, failed) after an attempt
- * that may have queued it: it leaves the queue and takes back a promise to it
- * (handoff_drop.lua), before anything it sends next. (A wait that reached its deadline did
- * so in its last attempt.) */
+ * that may have queued it: it leaves the queue, takes back a promise to it and gives back
+ * a grant it never took (handoff_drop.lua), before anything it sends next. (A wait that reached its
+ * deadline did so in its last attempt.) */
 static void gave_up(const dlock__lock_view *v) {
     if (handoff_off(v) || !v->claim_open)
         return;
@@ -194,13 +194,20 @@ static void gave_up(const dlock__lock_view *v) {
                                     v->field, cluster_probe(v));
         return;
     }
+    /* holding nothing it knows of, a hold of its own in N is a grant it never took
+     * (handoff_drop.lua gives it back) */
+    bool holds_none = v->believed == 0;
     dlock__args a = {0};
     dlock__args_str(&a, names_of(v)->marker);
     dlock__args_str(&a, names_of(v)->queue);
+    if (holds_none) {
+        dlock__args_str(&a, v->name);
+        dlock__args_str(&a, v->channel);
+    }
     dlock__args_str(&a, v->field);
     dlock__script(v->client, DLOCK__SCRIPT_LOCK_HANDOFF_DROP, DLOCK__CMD_RETRY_SAFE,
-                  dlock__ignore_reply, (void *)"lock: leaving the hand-off queue", 2, a.n, a.v,
-                  a.len);
+                  dlock__ignore_reply, (void *)"lock: leaving the hand-off queue",
+                  holds_none ? 4 : 2, a.n, a.v, a.len);
 }
 
 static const dlock__lock_kind reentrant_kind = {

@@ -692,6 +692,50 @@ static void test_a_waiter_that_gave_up_leaves_the_queue_and_its_promise(void **s
     scene_end(&sc);
 }
 
+/* A release handed the lock to a waiter (the grant) just before the waiter gave up, the
+ * grant's message not yet taken: leaving the queue gives the lock back at once (freed, "0"
+ * published), not after the grant's lease. The grant here is given a minute's lease, so that
+ * only the giving back frees the lock within the poll's bound. */
+static void test_a_waiter_that_gave_up_gives_back_a_grant_it_never_took(void **state) {
+    (void)state;
+    test_watchdog_arm(BUDGET_S, __func__);
+    redis_fixture *f = start_server();
+    assert_int_equal(redis_fixture_int(f, "HSET ungranted other:1 1"), 1);
+    assert_int_equal(redis_fixture_int(f, "PEXPIRE ungranted 60000"), 1);
+    dlock_client *b = connect_client(f);
+    dlock_lock *lb = new_lock(b, "ungranted");
+    waiter w = {.l = lb, .wait_ms = 60000};
+    blocking_call_start_asleep(&w.call, wait_for_lock, &w, f,
+                               (asleep_sign){"redisson_lock__channel:{ungranted}", 1, 2, NULL});
+    char field[128];
+    owner_field(b, w.owner, field, sizeof(field));
+    queue_holds(f, "{ungranted}:handoff_queue", 1);
+    /* release.lua's grant, its message unpublished (not yet heard) */
+    redisReply *r = redis_fixture_cmd(
+        f, "EVAL %s 2 ungranted {ungranted}:handoff_queue %s",
+        "redis.call('del', KEYS[1]); redis.call('hset', KEYS[1], ARGV[1], 1); "
+        "redis.call('pexpire', KEYS[1], 60000); return redis.call('zrem', KEYS[2], ARGV[1])",
+        field);
+    assert_non_null(r);
+    assert_int_equal(r->integer, 1);
+    freeReplyObject(r);
+    redisContext *sub = subscribe_to(f, "redisson_lock__channel:{ungranted}");
+
+    /* the wait ends without the lock: freeing its handle cancels it */
+    dlock_lock_free(lb);
+    ASSERT_RC(blocking_call_join(&w.call), DLOCK_ECANCELED);
+    bool given_back = false;
+    POLL_UNTIL(given_back, redis_fixture_int(f, "EXISTS ungranted") == 0, slack_ms(3000));
+    assert_true(given_back);
+    char seen[64];
+    messages_until_end(f, sub, "redisson_lock__channel:{ungranted}", seen, sizeof(seen));
+    assert_string_equal(seen, "0,"); /* the lock is free: every client's waiters look */
+    assert_int_equal(redis_fixture_int(f, "EXISTS {ungranted}:handoff_queue"), 0);
+    redisFree(sub);
+    dlock_client_free(b);
+    redis_fixture_stop(f);
+}
+
 /* ---- a marker or queue of another type ----------------------------------------------------- */
 
 static void test_a_marker_or_queue_of_another_type_is_refused_and_changes_nothing(void **state) {
@@ -738,6 +782,7 @@ int main(void) {
                                   kill_children),
         cmocka_unit_test(test_a_try_without_waiting_never_queues),
         cmocka_unit_test(test_a_waiter_that_gave_up_leaves_the_queue_and_its_promise),
+        cmocka_unit_test(test_a_waiter_that_gave_up_gives_back_a_grant_it_never_took),
         cmocka_unit_test(test_a_marker_or_queue_of_another_type_is_refused_and_changes_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
