@@ -113,6 +113,7 @@ test_redisson_waiter_gets_the_lock_while_dlock_waiters_hand_it_to_each_other(voi
     assert_true(during > 0); /* the dlock threads contended all along */
     assert_int_equal(status, 0);
     assert_true(rj_find(&j, "acquired", line, sizeof(line)));
+    printf("# Redisson waited %lld ms\n", rj_value(line, "waited_ms"));
     assert_int_equal(atomic_load(&s.errors), 0);
     assert_int_equal(atomic_load(&s.overlaps), 0);
     rj_stop(&j);
