@@ -271,6 +271,9 @@ endfunction()
 
 # The commands a script may call (see above): the list's lines that are not comments.
 file(STRINGS "${CMAKE_CURRENT_LIST_DIR}/redis_script_commands.txt" known_commands REGEX "^[a-z]")
+# Commands whose subcommand says what they do (and what an ACL grants): a script's call of one
+# is listed as container|subcommand.
+set(container_commands pubsub object memory client config script cluster function xinfo)
 
 # Sets out_var to the sorted commands src/<script>.lua calls, its preludes' text included.
 function(commands_of script used_preludes out_var)
@@ -301,18 +304,34 @@ function(commands_of script used_preludes out_var)
     endif()
   endforeach()
 
-  # every redis.call( must name its command, or be a forwarder's (...)
+  # every redis.call( must name its command, or be a forwarder's (...); a container's
+  # (PUBSUB NUMSUB) is listed with its subcommand, container|sub, as ACL rules name it
   string(REGEX MATCHALL "redis\\.p?call\\([ \t\n]*[^ \t\n][^,)]*" calls "${text}")
   set(found "")
   foreach(call IN LISTS calls)
     if(call MATCHES "^redis\\.p?call\\([ \t\n]*'([A-Za-z]+)'[ \t\n]*$")
       string(TOLOWER "${CMAKE_MATCH_1}" cmd)
+      if(cmd IN_LIST container_commands)
+        continue() # read with its subcommand below
+      endif()
       list(APPEND found "${cmd}")
     elseif(NOT (call MATCHES "\\(\\.\\.\\.$" AND NOT forwarders STREQUAL ""))
       message(FATAL_ERROR "embed_lua.cmake: ${where}: '${call}...': write the command as a "
                           "single-quoted word (redis.call('get', ...)), or pass it through a "
                           "local function f(...) whose callers do")
     endif()
+  endforeach()
+  foreach(container IN LISTS container_commands)
+    string(REGEX MATCHALL "redis\\.p?call\\([ \t\n]*'${container}'[^)]*" ccalls "${text}")
+    foreach(call IN LISTS ccalls)
+      if(NOT call MATCHES "^redis\\.p?call\\([ \t\n]*'${container}'[ \t\n]*,[ \t\n]*'([A-Za-z]+)'")
+        message(FATAL_ERROR "embed_lua.cmake: ${where}: '${call}...': write the subcommand of "
+                            "${container} as a single-quoted word (redis.call('${container}', "
+                            "'numsub', ...))")
+      endif()
+      string(TOLOWER "${container}|${CMAKE_MATCH_1}" cmd)
+      list(APPEND found "${cmd}")
+    endforeach()
   endforeach()
   foreach(name IN LISTS forwarders)
     string(REGEX MATCHALL "(^|[^A-Za-z0-9_.:])${name}\\([ \t\n]*'[A-Za-z]+'" uses "${text}")
@@ -325,7 +344,8 @@ function(commands_of script used_preludes out_var)
   list(REMOVE_DUPLICATES found)
   list(SORT found)
   foreach(cmd IN LISTS found)
-    if(NOT cmd IN_LIST known_commands)
+    string(REGEX REPLACE "[|].*$" "" base "${cmd}") # a container's subcommand: its container
+    if(NOT base IN_LIST known_commands)
       message(FATAL_ERROR "embed_lua.cmake: ${where} calls '${cmd}', which is no command a "
                           "script may run on Redis 7.0 (cmake/redis_script_commands.txt): a "
                           "misspelling?")

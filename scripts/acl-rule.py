@@ -92,6 +92,10 @@ CLUSTER_FORMS = {"publish": "spublish"}
 
 C_LITERAL = re.compile(r'"([A-Z][A-Z_]+)"')
 LUA_CALL = re.compile(r"redis\.p?call\(\s*'([a-zA-Z]+)'")
+# Commands whose subcommand says what they do (cmake/embed_lua.cmake has the same list): a
+# script's call of one counts as container|subcommand, as ACL rules name it.
+CONTAINERS = ("pubsub", "object", "memory", "client", "config", "script", "cluster", "function",
+              "xinfo")
 LUA_FORWARDER = re.compile(r"local\s+function\s+(\w+)\(\.\.\.\)[^\n]*\n(?:[^\n]*\n){0,3}?[^\n]*redis\.p?call\(\.\.\.\)")
 NAME_PREFIX = re.compile(
     r'(?:dlock__name_prefixed\(\s*"([a-z_]+)"|\{\s*DLOCK__KEY_(PREFIXED|BRACED)\s*,\s*"([a-z_]+)"\s*\})')
@@ -105,7 +109,14 @@ def read(path):
 def text_commands(text, where):
     """(commands, unknown calls) of one Lua text: the rules cmake/embed_lua.cmake applies."""
     found, unknown = set(), []
-    found.update(c.lower() for c in LUA_CALL.findall(text))
+    found.update(c.lower() for c in LUA_CALL.findall(text) if c.lower() not in CONTAINERS)
+    for m in re.finditer(r"redis\.p?call\(\s*'(%s)'([^)]*)" % "|".join(CONTAINERS), text):
+        sub = re.match(r"\s*,\s*'([a-zA-Z]+)'", m.group(2))
+        if not sub:
+            line = text.count("\n", 0, m.start()) + 1
+            unknown.append(f"{where}:{line}: redis.call('{m.group(1)}', ...) without its subcommand")
+        else:
+            found.add(f"{m.group(1)}|{sub.group(1)}".lower())
     forwarded = len(LUA_FORWARDER.findall(text))
     for m in re.finditer(r"redis\.p?call\(\s*(?!')([^)\s,]*)", text):
         if m.group(1) == "..." and forwarded:
@@ -139,7 +150,7 @@ def script_commands():
                        for n in preludes(uses(p), [])) + read(p)
         found, bad = text_commands(text, rel)
         unknown += bad
-        misspelt += [f"{rel}: '{c}'" for c in sorted(found - known)]
+        misspelt += [f"{rel}: '{c}'" for c in sorted(found) if c.split('|')[0] not in known]
         folder, stem = rel[len("src/"):-len(".lua")].split("/")
         result[f"{folder}/{stem}"] = sorted(found)
     if unknown:

@@ -167,6 +167,7 @@ static void test_undeclared_cluster_keys_are_the_channels_of_each_header(void **
         {"lock/acquire", 1u << 2 | 1u << 3}, /* the hand-off marker and queue: usually absent,
                                                  touched only outside a migration */
         {"lock/force_release", 1u << 2},
+        {"lock/handoff_drop", 1u << 4}, /* the lock's channel, when a grant is given back */
         {"lock/handoff_drop_cluster", 1u << 2 | 1u << 3}, /* the same, N declared to route it */
         {"lock/release", 1u << 2 | 1u << 3 | 1u << 4 | 1u << 5}, /* the same, and channels */
         {"rwlock/rw", 1u << 2 | 1u << 4},
