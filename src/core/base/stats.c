@@ -40,9 +40,10 @@ static const char *const kind_words[] = {
     NULL,         "lock",      "spin lock", "fair lock", "read lock",
     "write lock", "semaphore", "permits",   "latch",
 };
-static const char *const kind_names[] = {DLOCK_STATS_KIND_NAMES};
-_Static_assert(sizeof(kind_words) == sizeof(kind_names), "a word for every kind's name");
-_Static_assert(sizeof(kind_names) / sizeof(kind_names[0]) <= DLOCK_STATS_KINDS, "room for each");
+#define KIND_NAMES_COUNT (sizeof((const char *[]){DLOCK_STATS_KIND_NAMES}) / sizeof(const char *))
+_Static_assert(sizeof(kind_words) / sizeof(kind_words[0]) == KIND_NAMES_COUNT,
+               "a word for every kind's name");
+_Static_assert(KIND_NAMES_COUNT <= DLOCK_STATS_KINDS, "room for each");
 
 /* Only a failure looks its kind up (a few string compares): the path of an acquire that
  * gets its object is not longer for it. */
