@@ -172,8 +172,11 @@ bool dlock__user_callbacks_elsewhere(const dlock_client *c) {
 }
 
 void dlock__user_callback_enter(dlock_client *c) {
-    /* The application's callbacks run on the loop's own thread, never on one that borrowed
-     * the loop to start its call (no start completes another op): a broken rule. */
+    /* The application's callbacks run on the loop's own thread, never on one that holds
+     * the loop for a call of its own: one that borrowed it to start the call (no start
+     * completes another op), or took it to read its reply (a primitive carries what that
+     * reply would call back to the loop thread: dlock__user_callbacks_elsewhere). Either
+     * way here is a broken rule. */
     if (c->own_loop && dlock__loop_held_here(c->loop))
         abort();
     c->callback_depth++;
