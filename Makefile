@@ -12,7 +12,7 @@
 #                   debian/) into $(DEB_DIR) (default build-deb/); install with dpkg -i
 #   make format     clang-format -i every C file
 #   make format-check  fail if any C file differs from clang-format's output (changes nothing)
-#   make lint       static checks of the tree: src/core's layers (scripts/check-layers.py),
+#   make lint       static checks of the tree: src/core's floors (scripts/check-layers.py),
 #                   the user docs' links (scripts/check-docs.py), the C files' format
 #                   (make format-check)
 #   make bench      the benchmarks (bench/run.sh)

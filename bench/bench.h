@@ -117,7 +117,7 @@ int bench_redis_info(redisContext *rc, const char *section, const char *field, c
  * (INFO commandstats), the server's CPU time (INFO cpu) and the client's (getrusage of
  * rusage_who: RUSAGE_SELF for threads, RUSAGE_CHILDREN for waited-for worker processes). */
 typedef struct bench_counters {
-    long long evalsha, eval, publish, subscribe, unsubscribe;
+    long long evalsha, eval, publish, subscribe, unsubscribe, wait;
     double server_cpu_us, client_cpu_us;
 } bench_counters;
 int bench_counters_read(redisContext *rc, int rusage_who, bench_counters *out); /* 0 or -1 */

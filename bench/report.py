@@ -19,7 +19,10 @@ floor, the naive lock) and of the peers (bench/peers/). Prints, on stdout:
   4. each of issue 20's targets 1-7: the measured figure, the bound, the ratio and "met" or
      "missed" ("see note" where there is no fixed bound, "no data" where the run lacks the
      figure), every figure from this run;
-  5. issue 29's items 1, 2 and 4 the same way: dlock against the naive lock of this run, the
+  5. a Cluster's contended hand-off (bench/cluster.sh's lines, when the run has them);
+  6. what sync_replicas=auto costs against 0 with one replica (bench/sync_replicas.sh's
+     object, when the run has it): pairs/s per round, the cost, WAITs per pair, the bound;
+  7. issue 29's items 1, 2 and 4 the same way: dlock against the naive lock of this run, the
      kept figures (32 threads, longest wait, fairness, wakes, overlaps), and the async face
      and the watchdog against --baseline, an earlier run (printed, not judged, without one);
 with --png-throughput draws pairs/s against threads (uncontended_pair) for dlock, the naive
@@ -111,6 +114,8 @@ def dlock_rows(objs):
         if o.get("client") not in ("dlock", "hiredis", "redis-benchmark"):
             continue
         w, p, f = o["workload"], o.get("params", {}), o.get("figures", {})
+        if w.startswith("cluster_"):
+            continue  # section 5 (cluster_rows)
         fl = f"({r1(f.get('floor_ping_p50_us'))})"
         pubping = f"({r1(f.get('floor_publish_p50_us'))}+{r1(f.get('floor_ping_p50_us'))})"
         if w == "floor_ping":
@@ -452,7 +457,7 @@ def target_rows(objs):
     return rows
 
 
-# ---- 5. issue 29's items 1, 2 and 4: met or missed, from the figures of this run -------------
+# ---- 7. issue 29's items 1, 2 and 4: met or missed, from the figures of this run -------------
 
 
 def issue29_rows(objs, baseline=None):
@@ -561,6 +566,76 @@ def issue29_rows(objs, baseline=None):
     check("4g", f"overlaps in every dlock workload that tells ({len(seen)} rows of "
           f"{', '.join(sorted(set(seen))) or 'none'})", overlaps if seen else None, "= 0",
           overlaps if seen else None, overlaps == 0, lambda v: "-" if v is None else str(int(v)))
+    return rows
+
+
+# ---- 5. a Cluster: no starvation through redis-cluster:// (bench/cluster.sh) ---------------------
+
+
+def cluster_rows(objs):
+    """(figures, targets) for the cluster_contended_handoff lines of bench/cluster.sh (3 masters):
+    every line's figures, then issue 30's Cluster target judged on P = 4 processes of this build
+    (the median over its rounds): longest wait <= 10 ms, sections min/max per process >= 0.5.
+    Lines with params.build = "baseline" (BASELINE_BUILD) are shown, never judged. None, None
+    when the run has no such line."""
+    lines = [o for o in objs if o.get("workload") == "cluster_contended_handoff"]
+    if not lines:
+        return None, None
+    figures = [["build", "P", "round", "sections/s", "wait p50 / p99 / max us", "min/max",
+                "hand-offs/sections", "wakes/section", "errors"]]
+    for o in lines:
+        p, f = o.get("params", {}), o.get("figures", {})
+        figures.append([p.get("build", "this"), f"{p.get('workers')} {mode_of(o)}",
+                        o.get("placement", "").split(";")[0].split("round ")[-1], r0(f.get("sections_per_s")),
+                        f"{r0(f.get('wait_p50_us'))} / {r0(f.get('wait_p99_us'))} / {r0(f.get('wait_max_us'))}",
+                        r2(f.get("fairness_min_max")), r2(f.get("handoff_share")),
+                        r2(f.get("wakes_per_section")), str(o.get("errors"))])
+    judged = [o["figures"] for o in lines if o.get("params", {}).get("build") != "baseline"
+              and o.get("params", {}).get("workers") == 4 and mode_of(o) == "processes"]
+    targets = [["target", "figure", "measured", "bound", "ratio", "verdict"]]
+
+    def median(key):
+        v = sorted(f[key] for f in judged if isinstance(f.get(key), (int, float)))
+        return v[len(v) // 2] if v else None
+
+    wait, fair = median("wait_max_us"), median("fairness_min_max")
+    rounds = f"median of {len(judged)} round(s)"
+    for tid, label, value, bound, ratio, ok, fmt in (
+            ("C1", f"Cluster, 3 masters, P=4 processes: longest wait us ({rounds})", wait, "<= 10000 us",
+             per(wait, 10000), wait is not None and wait <= 10000, big),
+            ("C2", f"Cluster, 3 masters, P=4 processes: sections min/max per process ({rounds})", fair,
+             ">= 0.5", fair, fair is not None and fair >= 0.5, r2)):
+        verdict = "no data" if value is None else ("met" if ok else "missed")
+        targets.append([tid, label, fmt(value), bound, r2(ratio) if ratio is not None else "-", verdict])
+    return figures, targets
+
+
+# ---- 6. what ?sync_replicas=auto costs (bench/sync_replicas.sh) --------------------------------
+
+SYNC_BOUNDS = {1: 0.25, 8: 0.15}  # issue 29.5: the most auto may cost against 0, per T
+
+
+def sync_replicas_rows(objs):
+    """The row bench/sync_replicas.sh adds: uncontended_pair on one client against a master
+    with one replica, sync_replicas=0 and auto side by side in each round. Per T: the pairs/s
+    of each setting per round, the cost of auto (1 - auto/0) per round and its median, the
+    WAITs per pair under auto, and the bound (issue 29.5) met or missed on the median."""
+    o = next((o for o in objs if o.get("workload") == "sync_replicas"), None)
+    if not o:
+        return []
+    rows = [["T", "pairs/s 0 (per round)", "pairs/s auto", "cost of auto", "median", "WAITs per pair",
+             "bound", "verdict"]]
+    for key in sorted(o.get("figures", {}), key=lambda k: int(k[1:])):
+        f, t = o["figures"][key], int(key[1:])
+        cost, bound = f.get("cost_auto_median"), SYNC_BOUNDS.get(t)
+        verdict = "see note" if bound is None else ("no data" if cost is None else
+                                                    ("met" if cost <= bound else "missed"))
+        rows.append([str(t), ", ".join(r0(v) for v in f.get("pairs_per_s_0", [])),
+                     ", ".join(r0(v) for v in f.get("pairs_per_s_auto", [])),
+                     ", ".join(f"{c:.0%}" for c in f.get("cost_auto", [])),
+                     "-" if cost is None else f"{cost:.0%}",
+                     ", ".join(r2(w) for w in f.get("wait_per_pair_auto", [])),
+                     "-" if bound is None else f"<= {bound:.0%}", verdict])
     return rows
 
 
@@ -721,12 +796,26 @@ def main():
     print("", file=out)
     print("== 4. Targets (issue 20), each from figures of this run ==", file=out)
     table(target_rows(objs), out)
+    figures, targets = cluster_rows(objs)
+    if figures:
+        print("", file=out)
+        print("== 5. Cluster: contended_handoff through redis-cluster:// on 3 masters (bench/cluster.sh) ==",
+              file=out)
+        table(figures, out)
+        print("", file=out)
+        table(targets, out)
+    sync_rows = sync_replicas_rows(objs)
+    if sync_rows:
+        print("", file=out)
+        print("== 6. sync_replicas=auto against 0, a master and one replica (bench/sync_replicas.sh; "
+              "issue 29.5) ==", file=out)
+        table(sync_rows, out)
     print("", file=out)
     baseline = None
     if args.baseline:
         with open(args.baseline) as fh:
             baseline = json.load(fh)
-    print("== 5. Issue 29, items 1, 2 and 4, each from figures of this run"
+    print("== 7. Issue 29, items 1, 2 and 4, each from figures of this run"
           + (f" (\"no worse\": against {args.baseline})" if baseline else "") + " ==", file=out)
     table(issue29_rows(objs, baseline), out)
     bad = [f"{impl_of(o)} {o['workload']} {json.dumps(o.get('params', {}).get('threads', o.get('params', {}).get('workers')))}: {o['errors']}"

@@ -18,11 +18,16 @@
 #      4 others), the naive SET NX PX lock, and layout_floor (dlock's lock scripts alone
 #      over plain hiredis: the ceiling of Redisson's layout); then floor_ping once more over TCP; then
 #      dlock-bench-renewal (bench/renewal.c: 100k watchdog leases, QUICK=1 10k, held for 3
-#      periods; it prints the renewal target's line, met or missed, on stderr);
+#      periods; it prints the renewal target's line, met or missed, on stderr); then
+#      bench/sync_replicas.sh: uncontended_pair with sync_replicas=0 and auto against a master
+#      and one replica of its own, side by side in 3 rounds (report.py's table 6);
 #   2. the redis-py peer (bench/peers/python/redis_py_lock.py, Debian's python3-redis),
 #      with redis-py's default retry interval and with the lowest;
 #   3. the npm peers (bench/peers/node/peer.js: redlock and redis-semaphore, on ioredis),
-#      each with its default retry interval and with the lowest.
+#      each with its default retry interval and with the lowest;
+#   4. the Cluster row: bench/cluster.sh's contended part (contended_handoff through
+#      redis-cluster:// on a 3-master cluster it starts itself; CLUSTER_ROUNDS rounds, 1 by
+#      default), judged by bench/report.py's section 5.
 #
 # It writes bench/results/<UTC timestamp>.json (a JSON array of every object printed),
 # prints the tables (bench/report.py: each figure, its ratio to the floor, dlock against the
@@ -300,6 +305,16 @@ if [ -x "$renewal_program" ]; then
 else
     echo "run.sh: $renewal_program is not built: no renewal target" >&2
 fi
+# what ?sync_replicas=auto costs against 0: a master and one replica of its own, pinned as
+# here (bench/sync_replicas.sh; one JSON object, report.py's table 6)
+echo "run.sh: sync_replicas.sh (a master and one replica)" >&2
+t0=$(date +%s)
+if ! DLOCK_REDIS_SERVER="$redis_server" timeout --signal=TERM --kill-after=10 "$bound" \
+    "$root/bench/sync_replicas.sh" "$build_dir" >>"$lines"; then
+    echo "run.sh: sync_replicas.sh failed" >&2
+    status=1
+fi
+echo "run.sh:   $(($(date +%s) - t0)) s" >&2
 if [ -n "$redis_python" ]; then
     for variant in default min_retry; do
         run_client "redis-py Lock ($variant)" "$redis_python" "$root/bench/peers/python/redis_py_lock.py" \
@@ -315,6 +330,20 @@ if [ "$node_ok" = 1 ]; then
     done
 fi
 stop_server
+# The Cluster row: bench/cluster.sh's contended part on a 3-master cluster of its own, its
+# JSON lines (workload cluster_contended_handoff) into the same results; it pins as above.
+if command -v redis-cli >/dev/null 2>&1; then
+    echo "run.sh: bench/cluster.sh (contended, 3 masters)" >&2
+    t0=$(date +%s)
+    if ! ROUNDS=${CLUSTER_ROUNDS:-1} CLUSTER_PARTS=contended CLUSTER_JSONL="$lines" \
+        timeout --signal=TERM --kill-after=10 "$bound" "$root/bench/cluster.sh" "$build_dir"; then
+        echo "run.sh: bench/cluster.sh failed" >&2
+        status=1
+    fi
+    echo "run.sh:   $(($(date +%s) - t0)) s" >&2
+else
+    echo "run.sh: no redis-cli: no Cluster row" >&2
+fi
 load_end=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo "?")
 
 mkdir -p "$root/bench/results"

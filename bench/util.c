@@ -342,6 +342,7 @@ int bench_counters_read(redisContext *rc, int rusage_who, bench_counters *out) {
     out->publish = cmdstat_calls(r->str, "publish");
     out->subscribe = cmdstat_calls(r->str, "subscribe");
     out->unsubscribe = cmdstat_calls(r->str, "unsubscribe");
+    out->wait = cmdstat_calls(r->str, "wait"); /* ?sync_replicas' acknowledgements */
     freeReplyObject(r);
     return 0;
 }
@@ -357,6 +358,7 @@ void bench_json_counters(const bench_counters *before, const bench_counters *aft
         {"publish", (double)(after->publish - before->publish)},
         {"subscribe", (double)(after->subscribe - before->subscribe)},
         {"unsubscribe", (double)(after->unsubscribe - before->unsubscribe)},
+        {"wait", (double)(after->wait - before->wait)},
         {"server_cpu_us", after->server_cpu_us - before->server_cpu_us},
         {"client_cpu_us", after->client_cpu_us - before->client_cpu_us},
     };

@@ -15,8 +15,9 @@
 #   - one enum id per script, DLOCK__SCRIPT_<FOLDER>_<FILE>, sorted by folder then file
 #     name so ids are stable (src/core/renew_hash.lua -> DLOCK__SCRIPT_CORE_RENEW_HASH,
 #     name "core/renew_hash");
-#   - dlock__scripts[id] = { name, text, len } with the text as a C string literal, one
-#     source line per C line, and len its length in bytes (checked at compile time);
+#   - dlock__scripts[id] = { name, text, len, unstored_keys, commands } with the text as a
+#     C string literal, one source line per C line, and len its length in bytes (checked at
+#     compile time); unstored_keys and commands are below;
 #   - with no scripts at all, only DLOCK__SCRIPT_COUNT = 0: the table is declared only
 #     when DLOCK__HAVE_SCRIPTS is defined, so no zero-size array ever exists.
 # Nothing reads files at run time.
@@ -46,10 +47,23 @@
 #   -- KEYS[1..n]  [stored]   <what they are>   a batch of stored keys
 #
 # The build turns the tags into dlock__scripts[id].unstored_keys (bit i: KEYS[i] is
-# [unstored]), which a Cluster client passes undeclared (src/core/script.c says why). A
+# [unstored]), which a Cluster client passes undeclared (src/core/net/script.c says why). A
 # declaration without a tag or with another word in its place, an index outside 1..31 or
 # declared twice, and a script with no declaration at all stop the build: what the Cluster
 # client does cannot hang on a typo in a comment.
+#
+# What each script calls, as data. dlock__scripts[id].commands lists, lower-case, sorted and
+# once each, every command the script's text (its preludes included) calls:
+#
+#   redis.call('cmd', ...)  redis.pcall('cmd', ...)        the command written out
+#   local function f(...)  ...redis.pcall(...)...  end     a helper that passes its
+#   f('cmd', ...)                                          arguments on: its callers name it
+#
+# (`dlock doctor` asks the ACL about each; scripts/acl-rule.py reads the same calls off the
+# same sources with the same rules, and unit_script_commands checks that the two agree.) A
+# call whose command is not a single-quoted word, outside such a helper, and a command that
+# cmake/redis_script_commands.txt does not list (a misspelling, a command no script may run)
+# stop the build.
 
 cmake_minimum_required(VERSION 3.25)
 
@@ -255,6 +269,71 @@ function(unstored_keys_of script out_var)
   set(${out_var} "${mask}" PARENT_SCOPE)
 endfunction()
 
+# The commands a script may call (see above): the list's lines that are not comments.
+file(STRINGS "${CMAKE_CURRENT_LIST_DIR}/redis_script_commands.txt" known_commands REGEX "^[a-z]")
+
+# Sets out_var to the sorted commands src/<script>.lua calls, its preludes' text included.
+function(commands_of script used_preludes out_var)
+  set(text "")
+  foreach(name IN LISTS used_preludes)
+    file(READ "${prelude_dir}/${name}.lua" prelude)
+    string(APPEND text "${prelude}")
+  endforeach()
+  file(READ "${DLOCK_SOURCE_DIR}/src/${script}.lua" own)
+  string(APPEND text "${own}")
+  set(where "src/${script}.lua")
+  if(NOT used_preludes STREQUAL "")
+    string(REPLACE ";" ", " names "${used_preludes}")
+    string(APPEND where " (or its preludes ${names})")
+  endif()
+
+  # helpers that pass their arguments on: "local function f(...)" whose body calls (...)
+  set(forwarders "")
+  string(REGEX MATCHALL "local function [A-Za-z_][A-Za-z0-9_]*\\(\\.\\.\\.\\)" defs "${text}")
+  foreach(def IN LISTS defs)
+    string(FIND "${text}" "${def}" at)
+    string(SUBSTRING "${text}" ${at} -1 rest)
+    string(FIND "${rest}" "\nend" end)
+    string(SUBSTRING "${rest}" 0 ${end} body)
+    if(body MATCHES "redis\\.p?call\\([ \t]*\\.\\.\\.[ \t]*\\)")
+      string(REGEX REPLACE "^local function ([A-Za-z_][A-Za-z0-9_]*).*$" "\\1" name "${def}")
+      list(APPEND forwarders "${name}")
+    endif()
+  endforeach()
+
+  # every redis.call( must name its command, or be a forwarder's (...)
+  string(REGEX MATCHALL "redis\\.p?call\\([ \t\n]*[^ \t\n][^,)]*" calls "${text}")
+  set(found "")
+  foreach(call IN LISTS calls)
+    if(call MATCHES "^redis\\.p?call\\([ \t\n]*'([A-Za-z]+)'[ \t\n]*$")
+      string(TOLOWER "${CMAKE_MATCH_1}" cmd)
+      list(APPEND found "${cmd}")
+    elseif(NOT (call MATCHES "\\(\\.\\.\\.$" AND NOT forwarders STREQUAL ""))
+      message(FATAL_ERROR "embed_lua.cmake: ${where}: '${call}...': write the command as a "
+                          "single-quoted word (redis.call('get', ...)), or pass it through a "
+                          "local function f(...) whose callers do")
+    endif()
+  endforeach()
+  foreach(name IN LISTS forwarders)
+    string(REGEX MATCHALL "(^|[^A-Za-z0-9_.:])${name}\\([ \t\n]*'[A-Za-z]+'" uses "${text}")
+    foreach(use IN LISTS uses)
+      string(REGEX REPLACE "^.*'([A-Za-z]+)'$" "\\1" cmd "${use}")
+      string(TOLOWER "${cmd}" cmd)
+      list(APPEND found "${cmd}")
+    endforeach()
+  endforeach()
+  list(REMOVE_DUPLICATES found)
+  list(SORT found)
+  foreach(cmd IN LISTS found)
+    if(NOT cmd IN_LIST known_commands)
+      message(FATAL_ERROR "embed_lua.cmake: ${where} calls '${cmd}', which is no command a "
+                          "script may run on Redis 7.0 (cmake/redis_script_commands.txt): a "
+                          "misspelling?")
+    endif()
+  endforeach()
+  set(${out_var} "${found}" PARENT_SCOPE)
+endfunction()
+
 # "??x" can be a trigraph in ISO C (-std=c11): break every pair of question marks.
 function(break_trigraphs in out_var)
   set(s "${in}")
@@ -344,7 +423,14 @@ foreach(script IN LISTS scripts)
   endif()
   string(APPEND c_defs "/* ${origin} */\nstatic const char ${var}[] =${body};\n\n")
   unstored_keys_of("${script}" unstored)
-  string(APPEND c_table "    [${id}] = {\"${script}\", ${var}, ${len}, ${unstored}u},\n")
+  commands_of("${script}" "${preludes}" commands)
+  set(words "")
+  foreach(cmd IN LISTS commands)
+    string(APPEND words "\"${cmd}\", ")
+  endforeach()
+  string(APPEND c_defs "static const char *const ${var}_commands[] = {${words}NULL};\n\n")
+  string(APPEND c_table
+         "    [${id}] = {\"${script}\", ${var}, ${len}, ${unstored}u, ${var}_commands},\n")
   string(APPEND c_checks
          "_Static_assert(sizeof(${var}) - 1 == ${len}, \"src/${script}.lua: length mismatch\");\n")
 endforeach()
@@ -364,6 +450,8 @@ string(APPEND h "    const char *name;\n")
 string(APPEND h "    const char *text;\n")
 string(APPEND h "    size_t len;\n")
 string(APPEND h "    unsigned unstored_keys; /* bit i: its header tags KEYS[i] [unstored] */\n")
+string(APPEND h "    /* the commands it calls, lower-case, sorted, NULL-terminated */\n")
+string(APPEND h "    const char *const *commands;\n")
 string(APPEND h "} dlock__script_source;\n")
 string(APPEND h "enum dlock__script_id { ${enum_body} };\n")
 if(count GREATER 0)

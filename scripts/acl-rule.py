@@ -5,9 +5,11 @@
 A rule written by hand went stale as the scripts grew (a fair lock's SADD, a waiter's turn
 channel). This one is computed from what dlock sends:
 
-- every command the Lua scripts call (src/*/*.lua and the preludes of src/core/lua/:
-  redis.call / redis.pcall, and the local helpers that pass their arguments on to them); a
-  call whose command is not written out as a string fails the run;
+- every command the Lua scripts call (src/*/*.lua and the preludes each uses from
+  src/core/lua/: redis.call / redis.pcall, and the local helpers that pass their arguments
+  on to them), read with the rules cmake/embed_lua.cmake applies to build the same list
+  into the library; a call whose command is not written out as a string, or is no command
+  of cmake/redis_script_commands.txt, fails the run;
 - every command the C code sends (src/**/*.c, tools/*.c): each upper-case string literal
   there is looked up in C_WORDS below, and a literal the table does not know fails the run,
   so a new command cannot slip past the rule;
@@ -22,6 +24,9 @@ Usage:
   acl-rule.py --words single|cluster [--prefix P --user U --password PW]
                                    the words of ACL SETUSER, one a line, for a test to
                                    apply (cluster: the words added to the single rule)
+  acl-rule.py --script-commands    each script and the commands it calls, a line each
+                                   ("lock/acquire del exists ..."): what the build embeds
+                                   as dlock__scripts[id].commands (unit_script_commands)
 """
 import argparse
 import glob
@@ -81,7 +86,7 @@ C_WORDS = {
 # container must name that subcommand too, else it sends another one the rule lacks.
 CONTAINERS = {"SCRIPT": "LOAD", "CLUSTER": "SLOTS"}
 
-# Lua commands a Cluster client's scripts send in another form (src/core/script.c writes
+# Lua commands a Cluster client's scripts send in another form (src/core/net/script.c writes
 # every ('publish', as ('spublish',).
 CLUSTER_FORMS = {"publish": "spublish"}
 
@@ -97,24 +102,64 @@ def read(path):
         return f.read()
 
 
-def lua_commands():
-    paths = sorted(glob.glob(os.path.join(ROOT, "src", "*", "*.lua")) +
-                   glob.glob(os.path.join(ROOT, "src", "core", "lua", "*.lua")))
+def text_commands(text, where):
+    """(commands, unknown calls) of one Lua text: the rules cmake/embed_lua.cmake applies."""
     found, unknown = set(), []
-    for p in paths:
-        text = read(p)
-        found.update(c.lower() for c in LUA_CALL.findall(text))
-        forwarded = len(LUA_FORWARDER.findall(text))
-        for m in re.finditer(r"redis\.p?call\(\s*(?!')([^)\s,]*)", text):
-            if m.group(1) == "..." and forwarded:
-                continue  # the helper's callers name the command
-            line = text.count("\n", 0, m.start()) + 1
-            unknown.append(f"{os.path.relpath(p, ROOT)}:{line}: redis.call({m.group(1)}...)")
-        for helper in LUA_FORWARDER.findall(text):  # side('get', key) -> get
-            found.update(c.lower() for c in re.findall(r"\b%s\(\s*'([a-zA-Z]+)'" % helper, text))
+    found.update(c.lower() for c in LUA_CALL.findall(text))
+    forwarded = len(LUA_FORWARDER.findall(text))
+    for m in re.finditer(r"redis\.p?call\(\s*(?!')([^)\s,]*)", text):
+        if m.group(1) == "..." and forwarded:
+            continue  # the helper's callers name the command
+        line = text.count("\n", 0, m.start()) + 1
+        unknown.append(f"{where}:{line}: redis.call({m.group(1)}...)")
+    for helper in LUA_FORWARDER.findall(text):  # side('get', key) -> get
+        found.update(c.lower() for c in re.findall(r"(?<![\w.:])%s\(\s*'([a-zA-Z]+)'" % helper, text))
+    return found, unknown
+
+
+def script_commands():
+    """{"folder/stem": sorted commands} of every script, its preludes' text included (the
+    "-- uses:" lines of its header, and theirs), as the build embeds it."""
+    def uses(path):
+        header = re.match(r"(?:[ \t]*(?:--[^\n]*)?\n)*", read(path)).group(0)
+        return [w for line in re.findall(r"(?:^|\n)-- uses:([^\n]*)", header) for w in line.split()]
+
+    def preludes(names, out):
+        for name in names:
+            if name not in out:
+                preludes(uses(os.path.join(ROOT, "src", "core", "lua", name + ".lua")), out)
+                out.append(name)
+        return out
+
+    known = known_commands()
+    result, unknown, misspelt = {}, [], []
+    for p in sorted(glob.glob(os.path.join(ROOT, "src", "*", "*.lua"))):
+        rel = os.path.relpath(p, ROOT)
+        text = "".join(read(os.path.join(ROOT, "src", "core", "lua", n + ".lua"))
+                       for n in preludes(uses(p), [])) + read(p)
+        found, bad = text_commands(text, rel)
+        unknown += bad
+        misspelt += [f"{rel}: '{c}'" for c in sorted(found - known)]
+        folder, stem = rel[len("src/"):-len(".lua")].split("/")
+        result[f"{folder}/{stem}"] = sorted(found)
     if unknown:
         sys.exit("acl-rule: a call whose command is not written out (name it as a string, or "
                  "pass it through a local function f(...) whose callers do):\n  " + "\n  ".join(unknown))
+    if misspelt:
+        sys.exit("acl-rule: commands no script may run on Redis 7.0 "
+                 "(cmake/redis_script_commands.txt):\n  " + "\n  ".join(misspelt))
+    return result
+
+
+def known_commands():
+    path = os.path.join(ROOT, "cmake", "redis_script_commands.txt")
+    return {l.strip() for l in read(path).splitlines() if l.strip() and not l.startswith("#")}
+
+
+def lua_commands():
+    found = set()
+    for commands in script_commands().values():
+        found.update(commands)
     if not found:
         sys.exit("acl-rule: no redis.call in src/*/*.lua: run from the repository")
     return found
@@ -247,7 +292,12 @@ def main():
     ap.add_argument("--prefix", default="app:")
     ap.add_argument("--user", default="dlock")
     ap.add_argument("--password", default="secret")
+    ap.add_argument("--script-commands", action="store_true")
     a = ap.parse_args()
+    if a.script_commands:
+        for name, commands in script_commands().items():
+            print(" ".join([name] + commands))
+        return 0
     if a.check:
         return check(a.check)
     if a.words == "single":

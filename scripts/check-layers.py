@@ -1,22 +1,32 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""check-layers.py — the calls between the files of src/core keep to their layers.
+"""check-layers.py — src/core stands in floors, and each floor leans only on the ones below.
 
-The layers are the table in src/core/core.h's opening comment ("layer <name>: <files>", the files
-may go on over indented lines;
-lowest first). This script reads every src/core/*.c, with comments and string literals
-taken out, finds the functions each file defines (an identifier followed by its
-parameters and a body, at the file's top level) and the identifiers each file uses, and
-so the calls (or function references, for hooks) from one file into another. It fails
-when
-  - a file calls a file of a higher layer,
-  - files call one another around a circle (within a layer too),
-  - a .c file of src/core is missing from the table.
-It also reads the #include lines of everything built on the core (the primitives'
-folders under src/, tools/, examples/, bench/) and fails when one of them includes a core
-header other than the core's doors (DOORS below): the primitives, the tool and the examples
-reach the core through those, never through core.h, a topology header (cluster.h,
-sentinel.h) or the loop's.
+The floors are the folders of src/core, lowest first (FLOORS below: the order is the one
+thing this script is told; which file is on which floor it reads from the tree):
+
+  base      memory, errors, the log, owners and names, URLs, counters: no loop, no server
+  loop      the one libev adapter and the client's timers on it
+  net       one Redis: bytes, TLS, replies, a connection, the command and subscriber
+            connections, scripts, replica acknowledgement
+  topology  which Redis: Sentinel, Cluster, and the router that picks a connection
+  engine    what a primitive's call runs on: ops, handles, waiting, the watchdog
+  client    the client assembled from the floors' parts; the public faces
+
+and src/core/include/ holds the core's doors: the only core headers a primitive, the tool,
+an example or a benchmark may include. Every core file may include them (they declare; the
+calls below are what is checked). This script reads every .c and .h of src/core, with
+comments and string literals taken out, finds the functions each .c defines and the
+identifiers each uses, and so the calls (or function references, for hooks) between
+files. It fails when
+  - a .c file of src/core is not in a floor's folder (none at the top, no unknown folder),
+  - a file calls a file of a higher floor,
+  - files call one another around a circle (within a floor too),
+  - a core file includes a header of a higher floor, or a door includes a floor's header
+    (the doors would hand the floors to everyone),
+  - code built on the core (the primitives' folders under src/, tools/, examples/,
+    bench/) includes a core header other than a door, or declares a core function
+    (dlock__*) itself instead of including the door that declares it.
 Usage: scripts/check-layers.py [repo root]   (prints the graph; exit 1 on a violation)
 """
 import os
@@ -52,19 +62,28 @@ def strip(text):
     return "".join(out)
 
 
-def layers_table():
-    with open(os.path.join(core, "core.h")) as f:
-        text = f.read()
-    start = text.find("core.h —")  # the opening comment, after the license line
-    head = text[start:].split("*/", 1)[0] if start >= 0 else ""
-    # a layer's files may go on over lines indented under them (" *" and 10+ spaces)
-    head = re.sub(r"\n \*\s{10,}(?=[\w ]+\n)", " ", head)
-    order, layer_of = [], {}
-    for name, files in re.findall(r"layer (\w+):\s*([\w ]+)", head):
-        order.append(name)
-        for stem in files.split():
-            layer_of[stem] = len(order) - 1
-    return order, layer_of
+FLOORS = ["base", "loop", "net", "topology", "engine", "client"]
+DOORS_DIR = "include"
+
+
+def floor_files():
+    """{floor: [file names]} of src/core's floor folders, and the problems of the tree's
+    shape (a .c at the top, a folder that is no floor)."""
+    files, problems = {}, []
+    for entry in sorted(os.listdir(core)):
+        path = os.path.join(core, entry)
+        if os.path.isfile(path) and entry.endswith((".c", ".h")):
+            problems.append(f"src/core/{entry} is on no floor (move it into one of "
+                            f"{', '.join(FLOORS)} or, a door, into include/)")
+        elif os.path.isdir(path) and entry not in FLOORS + [DOORS_DIR, "lua"]:
+            problems.append(f"src/core/{entry}/ is no floor (the floors: {', '.join(FLOORS)})")
+    for floor in FLOORS:
+        d = os.path.join(core, floor)
+        files[floor] = sorted(f for f in os.listdir(d) if f.endswith((".c", ".h"))) \
+            if os.path.isdir(d) else []
+        if not files[floor]:
+            problems.append(f"src/core/{floor}/ is missing or empty")
+    return files, problems
 
 
 IDENT = re.compile(r"\b(dlock_\w+)\b")
@@ -127,16 +146,51 @@ def find_cycle(edges):
     return None
 
 
-# The core headers code outside src/core may include, and who may include the generated
-# script table (the benchmark that measures the scripts' own cost on the server).
-DOORS = {"dlock_int.h", "dlock_object.h", "reply_shape.h"}
+# Who may include the generated script table besides the core (the benchmark that measures
+# the scripts' own cost on the server).
 SCRIPT_TABLE_USERS = ("bench/",)
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+# A prototype of a core function at a file's top level (a line that starts with its type).
+REDECLARED = re.compile(r"^[A-Za-z_][\w \t*]*?\b(dlock__\w+)\s*\([^;{}]*\)\s*;", re.M)
 
 
-def include_problems():
+def core_include_problems(files):
+    """Core files that include a header of a floor above their own, and doors that include
+    a floor's header."""
+    floor_of_header = {f"{floor}/{name}": level for level, floor in enumerate(FLOORS)
+                       for name in files[floor] if name.endswith(".h")}
+    problems = []
+    places = [(level, floor) for level, floor in enumerate(FLOORS)] + [(None, DOORS_DIR)]
+    for level, floor in places:
+        d = os.path.join(core, floor)
+        if not os.path.isdir(d):
+            continue
+        for name in sorted(os.listdir(d)):
+            if not name.endswith((".c", ".h")):
+                continue
+            with open(os.path.join(d, name), errors="replace") as f:
+                for header in INCLUDE.findall(f.read()):
+                    target = floor_of_header.get(header)
+                    if target is None:
+                        if header.split("/")[0] in FLOORS:
+                            problems.append(f"src/core/{floor}/{name} includes {header}, "
+                                            "which is no header of that floor")
+                        continue
+                    if level is None:
+                        problems.append(f"src/core/include/{name} (a door) includes {header}: "
+                                        "a door may include only doors and public headers")
+                    elif target > level:
+                        problems.append(f"src/core/{floor}/{name} ({floor}) includes {header} "
+                                        f"({FLOORS[target]}), a floor above it")
+    return problems
+
+
+def include_problems(core_functions):
     """Files built on the core that include a core header other than its doors."""
-    core_headers = {f for f in os.listdir(core) if f.endswith(".h")}
+    doors = set(os.listdir(os.path.join(core, DOORS_DIR)))
+    floor_headers = {f"{floor}/{name}" for floor in FLOORS
+                     if os.path.isdir(os.path.join(core, floor))
+                     for name in os.listdir(os.path.join(core, floor)) if name.endswith(".h")}
     problems = []
     tops = [os.path.join("src", d) for d in sorted(os.listdir(os.path.join(root, "src")))
             if d != "core"] + ["tools", "examples", "bench"]
@@ -148,62 +202,70 @@ def include_problems():
                 path = os.path.join(dirpath, name)
                 rel = os.path.relpath(path, root)
                 with open(path, errors="replace") as f:
-                    for header in INCLUDE.findall(f.read()):
-                        base = os.path.basename(header)
+                    text = f.read()
+                    for name in REDECLARED.findall(strip(text)):
+                        if name not in core_functions:
+                            continue  # a primitive's own dlock__ function
+                        problems.append(f"{rel} declares the core's {name} itself: a core "
+                                        "function is reached through a door's declaration")
+                    for header in INCLUDE.findall(text):
                         if header == "dlock_scripts.h" and rel.startswith(SCRIPT_TABLE_USERS):
                             continue
-                        if (base in core_headers or base == "dlock_scripts.h") and base not in DOORS:
+                        core_only = (header in floor_headers or header == "dlock_scripts.h"
+                                     or "src/core" in header)
+                        if core_only and header not in doors:
                             problems.append(f"{rel} includes {header}, a core-only header "
-                                            f"(outside src/core only {', '.join(sorted(DOORS))})")
+                                            f"(outside src/core only the doors of "
+                                            f"src/core/include/: {', '.join(sorted(doors))})")
     return problems
 
 
 def main():
-    order, layer_of = layers_table()
-    if not order:
-        print("check-layers: no 'layer <name>: <files>' table in src/core/core.h")
-        return 1
-    files = sorted(f[:-2] for f in os.listdir(core) if f.endswith(".c"))
+    files, problems = floor_files()
+    level_of, path_of = {}, {}
+    for level, floor in enumerate(FLOORS):
+        for name in files[floor]:
+            if name.endswith(".c"):
+                level_of[name[:-2]] = level
+                path_of[name[:-2]] = os.path.join(core, floor, name)
+    stems = sorted(level_of, key=lambda s: (level_of[s], s))
     defs, uses = {}, {}
-    for stem in files:
-        with open(os.path.join(core, stem + ".c")) as f:
+    for stem in stems:
+        with open(path_of[stem]) as f:
             defs[stem], uses[stem] = definitions_and_uses(strip(f.read()))
     owner = {}
-    for stem in files:
+    for stem in stems:
         for fn in defs[stem]:
             owner.setdefault(fn, stem)
-    edges = {stem: {} for stem in files}
-    for stem in files:
+    edges = {stem: {} for stem in stems}
+    for stem in stems:
         for fn in sorted(uses[stem] - defs[stem]):
             callee = owner.get(fn)
             if callee and callee != stem:
                 edges[stem].setdefault(callee, []).append(fn)
-    problems = []
-    for stem in files:
-        if stem not in layer_of:
-            problems.append(f"src/core/{stem}.c is in no layer of core.h's table")
-    for stem in files:
+    for stem in stems:
         for callee, fns in sorted(edges[stem].items()):
-            if stem in layer_of and callee in layer_of and layer_of[callee] > layer_of[stem]:
+            if level_of[callee] > level_of[stem]:
                 problems.append(
-                    f"{stem}.c ({order[layer_of[stem]]}) calls up into {callee}.c "
-                    f"({order[layer_of[callee]]}): {', '.join(fns)}")
-    problems += include_problems()
+                    f"{FLOORS[level_of[stem]]}/{stem}.c calls up into "
+                    f"{FLOORS[level_of[callee]]}/{callee}.c: {', '.join(fns)}")
+    problems += core_include_problems(files)
+    problems += include_problems(set(owner))
     cycle = find_cycle({s: set(e) for s, e in edges.items()})
     if cycle:
         problems.append("a circle of calls: " + " -> ".join(c + ".c" for c in cycle))
-    for level, name in enumerate(order):
-        print(f"{name}:")
-        for stem in files:
-            if layer_of.get(stem) == level:
-                callees = sorted(edges[stem], key=lambda s: (layer_of.get(s, 99), s))
+    for level, name in enumerate(FLOORS):
+        print(f"{name}/:")
+        for stem in stems:
+            if level_of[stem] == level:
+                callees = sorted(edges[stem], key=lambda s: (level_of[s], s))
                 print(f"  {stem:9} -> {' '.join(callees) if callees else '(nothing)'}")
     for p in problems:
         print("check-layers: " + p)
     if not problems:
-        print(f"check-layers: ok ({len(files)} files, {sum(len(e) for e in edges.values())} "
-              "file-to-file dependencies, no upward call, no circle; outside src/core only "
-              "the core's doors are included)")
+        print(f"check-layers: ok ({len(stems)} files on {len(FLOORS)} floors, "
+              f"{sum(len(e) for e in edges.values())} file-to-file dependencies, no upward call "
+              "or include, no circle; outside src/core only the doors of src/core/include/)")
     return 1 if problems else 0
 
 

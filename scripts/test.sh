@@ -13,7 +13,7 @@
 # The stages:
 #
 #   1. deps       scripts/deps.sh (installs missing Debian packages when root)
-#   2. lint       make lint: src/core's layers, the user docs' links, the C files' format
+#   2. lint       make lint: src/core's floors, the user docs' links, the C files' format
 #   3. builds     the three above, one after the other (each uses every core)
 #   4. checks     side by side, because the suites mostly wait on Redis and on their own
 #                 timers (alone, a ctest -j2 keeps the two cores ~20 % busy):
@@ -180,7 +180,7 @@ if [ "$stage_ok" -ne 1 ]; then
     exit 1
 fi
 
-# 2. Static checks: src/core's layers, the user docs' links, the C files' format.
+# 2. Static checks: src/core's floors, the user docs' links, the C files' format.
 run_stage "lint (layers, docs, format)" make --no-print-directory lint
 
 # 3. The builds.

@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "dlock.h"
+#include "dlock_int.h" /* dlock__url_masked, dlock__free: the library, linked statically */
 
 enum {
     CLI_EXIT_OK = 0,
@@ -62,10 +63,9 @@ extern const char *cli_command; /* "run", "inspect", ...: for messages */
 /* The URL in force: --url, else $DLOCK_URL, else the library's default. */
 const char *cli_url(void);
 
-/* url as the tool may print it: the library's masking (src/core/url.c, linked statically)
- * puts *** where a password was. Every URL the tool shows goes through it. */
+/* The room for a URL as the tool may print it: the library's masking (dlock__url_masked,
+ * dlock_int.h) puts *** where a password was. Every URL the tool shows goes through it. */
 #define CLI_URL_SHOWN_MAX 512
-const char *dlock__url_masked(const char *url, char *buf, size_t size);
 
 /* Makes the blocking-face client from the global settings. On failure prints why and
  * returns the exit code (69, 77, 64); 0 and *out on success. */

@@ -5,10 +5,10 @@
  *
  * Exit 0 when nothing would break dlock (warnings allowed), 1 when a check failed, and the
  * tool's usual codes when it cannot connect at all (69, 77, 64). The checks are
- * doctor_server.c's and doctor_acl.c's; they only read (doctor.h). The one thing connecting
+ * doctor_server.c's, doctor_acl.c's, doctor_sentinel.c's and, in a Cluster, those two on
+ * every node (doctor_cluster.c); they only read (doctor.h). The one thing connecting
  * does beside reading is what every dlock client does: load dlock's scripts into the script
  * cache (SCRIPT LOAD, which stores nothing in the data set). */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +36,9 @@ static void print_help(void) {
            "  persistence       what a restart loses\n"
            "  replicas          the master's replicas, WAIT, what sync_replicas will do\n"
            "  sentinels         (Sentinel) how many sentinels name the master; do they agree\n"
-           "  cluster slots     (Cluster) all 16384 slots served; sharded pub/sub\n"
+           "  cluster slots     (Cluster) all 16384 slots served; sharded pub/sub; then\n"
+           "                    every check on each master and replica, naming the nodes\n"
+           "                    that fail\n"
            "  tls certificate   (TLS) when the server's certificate expires\n"
            "  clock             the server's clock against this machine's\n"
            "  round trip        p50/p99 of PING\n"
@@ -63,81 +65,6 @@ static void print_help(void) {
            "\n"
            "%s",
            cli_global_help);
-}
-
-/* ---- the report ------------------------------------------------------------------------ */
-
-void doctor_add(doctor_report *r, const char *name, doctor_status status, const char *fix,
-                const char *detail_fmt, ...) {
-    if (r->count == r->cap) {
-        size_t cap = r->cap ? r->cap * 2 : 16;
-        doctor_check *checks = realloc(r->checks, cap * sizeof(*checks));
-        if (!checks) {
-            r->out_of_memory = true;
-            return;
-        }
-        r->checks = checks;
-        r->cap = cap;
-    }
-    char detail[2048];
-    va_list ap;
-    va_start(ap, detail_fmt);
-    vsnprintf(detail, sizeof(detail), detail_fmt, ap);
-    va_end(ap);
-    doctor_check *c = &r->checks[r->count];
-    c->name = strdup(name);
-    c->status = status;
-    c->detail = strdup(detail);
-    c->fix = strdup(fix ? fix : "");
-    if (!c->name || !c->detail || !c->fix) {
-        free(c->name);
-        free(c->detail);
-        free(c->fix);
-        r->out_of_memory = true;
-        return;
-    }
-    r->count++;
-}
-
-static void report_free(doctor_report *r) {
-    for (size_t i = 0; i < r->count; i++) {
-        free(r->checks[i].name);
-        free(r->checks[i].detail);
-        free(r->checks[i].fix);
-    }
-    free(r->checks);
-}
-
-redis_lib_reply *doctor_ask(doctor_report *r, char *err, size_t size, bool *refused, ...) {
-    const char *argv[16];
-    int argc = 0;
-    va_list ap;
-    va_start(ap, refused);
-    for (const char *w; argc < 16 && (w = va_arg(ap, const char *)) != NULL;)
-        argv[argc++] = w;
-    va_end(ap);
-    redis_lib_reply *rep = NULL;
-    int rc = redis_lib_call(r->c, argc, argv, &rep);
-    if (refused)
-        *refused =
-            rc == DLOCK_ENOPERM || (rc == DLOCK_EREDIS && strstr(dlock_last_error(), "NOPERM"));
-    if (rc != DLOCK_OK) {
-        snprintf(err, size, "%s", dlock_last_error());
-        return NULL;
-    }
-    return rep;
-}
-
-bool doctor_info_field(const char *info, const char *field, char *buf, size_t size) {
-    size_t len = strlen(field);
-    for (const char *p = strstr(info, field); p; p = strstr(p + 1, field)) {
-        if ((p != info && p[-1] != '\n') || p[len] != ':')
-            continue;
-        const char *value = p + len + 1;
-        snprintf(buf, size, "%.*s", (int)strcspn(value, "\r\n"), value);
-        return true;
-    }
-    return false;
 }
 
 /* ---- output ------------------------------------------------------------------------------ */
@@ -231,19 +158,25 @@ int cmd_doctor(int argc, char **argv) {
         cli_g.url = url; /* the positional URL is --url's */
 
     char shown[CLI_URL_SHOWN_MAX];
-    r.url_shown = dlock__url_masked(cli_url(), shown, sizeof(shown));
+    r.url = cli_url();
+    r.url_shown = dlock__url_masked(r.url, shown, sizeof(shown));
     r.sentinel_url = strncmp(r.url_shown, "redis-sentinel://", 17) == 0 ||
                      strncmp(r.url_shown, "rediss-sentinel://", 18) == 0;
     int rc = cli_connect(&r.c);
     if (rc != CLI_EXIT_OK)
         return rc;
-    doctor_check_server(&r);
-    doctor_check_sentinels(&r);
-    doctor_check_acl(&r);
+    r.sharded = dlock__client_channels_sharded(r.c);
+    if (r.sharded) { /* a Cluster: every node on its own */
+        doctor_check_cluster(&r);
+    } else {
+        doctor_check_server(&r);
+        doctor_check_sentinels(&r);
+        doctor_check_acl(&r);
+    }
     dlock_client_free(r.c);
 
     if (r.out_of_memory) {
-        report_free(&r);
+        doctor_report_free(&r);
         cli_error("out of memory");
         return CLI_EXIT_SOFTWARE;
     }
@@ -255,6 +188,6 @@ int cmd_doctor(int argc, char **argv) {
     for (size_t i = 0; i < r.count; i++)
         if (r.checks[i].status == DOCTOR_FAIL)
             status = CLI_EXIT_NO;
-    report_free(&r);
+    doctor_report_free(&r);
     return status;
 }

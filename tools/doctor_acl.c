@@ -4,11 +4,10 @@
  *
  * Redis 7's `ACL DRYRUN user command args...` answers whether user could run the command
  * without running it. Asked for:
- *   - every command each primitive's scripts call: read at run time off the scripts the
- *     library embeds (dlock__scripts[], the text Redis runs, preludes included), from each
- *     `redis.call('cmd'` / `redis.pcall('cmd'` and each call of a local helper that passes
- *     its arguments on to redis.call(...); in a Cluster a script's PUBLISH goes out as
- *     SPUBLISH (src/core/script.c), so that is what is asked;
+ *   - every command each primitive's scripts call: dlock__scripts[id].commands, the list
+ *     the build reads off each script it embeds, preludes included (cmake/embed_lua.cmake);
+ *     in a Cluster a script's PUBLISH goes out as SPUBLISH (src/core/net/script.c), so that is
+ *     what is asked;
  *   - the commands the C code sends itself (COMMANDS below: the connection's, the tool's,
  *     sync_replicas', a Cluster client's), with the object's key;
  *   - the object's side keys and channels (SIDE_NAMES below, REDIS_LAYOUT of docs/), each
@@ -117,67 +116,6 @@ static void words_free(words *w) {
         free(w->v[i]);
     free(w->v);
     memset(w, 0, sizeof(*w));
-}
-
-/* ---- the commands a script calls ---------------------------------------------------------- */
-
-static bool is_word_char(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-}
-
-/* Adds to out every 'cmd' written right after each occurrence of call_open ("redis.call(",
- * "side(") in text, lower-cased. */
-static bool add_called(const char *text, const char *call_open, bool whole_word, words *out) {
-    size_t open_len = strlen(call_open);
-    for (const char *p = strstr(text, call_open); p; p = strstr(p + 1, call_open)) {
-        if (whole_word && p > text && (is_word_char(p[-1]) || p[-1] == '.'))
-            continue;
-        const char *q = p + open_len;
-        while (*q == ' ' || *q == '\t')
-            q++;
-        if (*q != '\'' && *q != '"')
-            continue; /* redis.call(...) inside a forwarder: its callers name the command */
-        const char *start = ++q;
-        while ((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z'))
-            q++;
-        if (q == start)
-            continue;
-        char cmd[32];
-        size_t len = (size_t)(q - start) < sizeof(cmd) - 1 ? (size_t)(q - start) : sizeof(cmd) - 1;
-        for (size_t i = 0; i < len; i++)
-            cmd[i] = (char)(start[i] >= 'A' && start[i] <= 'Z' ? start[i] + 32 : start[i]);
-        if (!words_add(out, cmd, len))
-            return false;
-    }
-    return true;
-}
-
-/* The local helpers of text that pass their arguments on ("local function side(...)" whose
- * body, within a few lines, is redis.call(...) or redis.pcall(...)): their callers name the
- * command. */
-static bool add_forwarded(const char *text, words *out) {
-    static const char head[] = "local function ";
-    for (const char *p = strstr(text, head); p; p = strstr(p + 1, head)) {
-        const char *name = p + strlen(head), *q = name;
-        while (is_word_char(*q))
-            q++;
-        if (q == name || strncmp(q, "(...)", 5) != 0)
-            continue;
-        const char *end = strstr(q, "\nend");
-        const char *forward = strstr(q, "call(...)");
-        if (!end || !forward || forward > end)
-            continue;
-        char call_open[80];
-        snprintf(call_open, sizeof(call_open), "%.*s(", (int)(q - name), name);
-        if (!add_called(end, call_open, true, out))
-            return false;
-    }
-    return true;
-}
-
-static bool script_commands(const char *text, words *out) {
-    return add_called(text, "redis.call(", false, out) &&
-           add_called(text, "redis.pcall(", false, out) && add_forwarded(text, out);
 }
 
 /* ---- ACL DRYRUN ------------------------------------------------------------------------------ */
@@ -340,20 +278,11 @@ static bool folder_commands(const char *folder, bool sharded, words *out) {
         size_t len = strcspn(name, "/");
         if (folder && (strlen(folder) != len || strncmp(name, folder, len) != 0))
             continue;
-        words found = {0};
-        if (!script_commands(dlock__scripts[id].text, &found)) {
-            words_free(&found);
-            return false;
-        }
-        for (size_t i = 0; i < found.n; i++) {
-            const char *cmd =
-                sharded && strcmp(found.v[i], "publish") == 0 ? "spublish" : found.v[i];
-            if (!words_add(out, cmd, strlen(cmd))) {
-                words_free(&found);
+        for (const char *const *c = dlock__scripts[id].commands; *c; c++) {
+            const char *cmd = sharded && strcmp(*c, "publish") == 0 ? "spublish" : *c;
+            if (!words_add(out, cmd, strlen(cmd)))
                 return false;
-            }
         }
-        words_free(&found);
     }
     return true;
 }
@@ -408,16 +337,21 @@ void doctor_check_acl(doctor_report *r) {
         redis_lib_reply_free(who);
     }
 
-    dryrun d = {.r = r,
-                .user = user,
-                .key = r->object_name,
-                .sharded = dlock__client_channels_sharded(r->c)};
+    dryrun d = {.r = r, .user = user, .key = r->object_name, .sharded = r->sharded};
     char channel[512], key[512];
     side_name_of(&SIDE_NAMES[4], r->object_name, channel, sizeof(channel));
 
     /* Can DRYRUN answer at all? (Redis < 7, or a user that may not run it.) */
     const char *probe[] = {"ping"};
     ask_dryrun(&d, "ping", "+ping", 1, probe);
+    if (d.unknown[0] && strstr(dlock_last_error(), "' not found")) {
+        /* ACL users are each server's own: in a Cluster, one node may lack the user */
+        doctor_add(r, "acl", DOCTOR_FAIL,
+                   "create the user on this server (the whole rule in docs/operations.md, "
+                   "\"ACL: what a dlock user needs\"): ACL users are each server's own",
+                   "user %s does not exist here (%s)", user, dlock_last_error());
+        return;
+    }
     if (d.unknown[0]) {
         doctor_add(r, "acl", DOCTOR_WARN,
                    "on Redis 7 or later, run dlock doctor --user NAME with the URL of a user "

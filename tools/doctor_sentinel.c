@@ -67,7 +67,7 @@ void doctor_check_sentinels(doctor_report *r) {
     char others[1200] = "";
     for (size_t i = 0; i < survey.count; i++) {
         const dlock__sentinel_answer *a = &survey.answers[i];
-        char line[700];
+        char line[sizeof(a->sentinel) + sizeof(a->why) + 32];
         if (a->named == 1) {
             named++;
             if (!first)

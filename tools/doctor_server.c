@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: MIT */
-/* doctor_server.c — `dlock doctor`'s checks of what the server says of itself: its version,
- * its eviction policy, what a restart loses, its replicas and WAIT, a Cluster's slots and
- * sharded pub/sub, its TLS certificate's expiry, its clock against ours, the round trip and
- * the script cache.
+/* doctor_server.c — `dlock doctor`'s checks of what a server says of itself: its version,
+ * its eviction policy, what a restart loses, its replicas and WAIT, its TLS certificate's
+ * expiry, its clock against ours, the round trip and the script cache.
  *
  * Everything is read with INFO (one call: the server, memory, persistence and replication
- * sections), CONFIG GET, ROLE, WAIT 0 (no replica asked for: answers at once), CLUSTER
- * SLOTS, PUBSUB SHARDNUMSUB, TIME and PING, sent on the client's own connection
- * (redis_lib.c), so they reach the node dlock itself uses: the master the sentinels name,
- * in a Cluster the node of the probe name's slot. Nothing here writes. */
+ * sections), CONFIG GET, WAIT 0 (no replica asked for: answers at once), TIME and PING,
+ * sent on the report's client (redis_lib.c), so they reach the node dlock itself uses: the
+ * master the sentinels name, or in a Cluster the one node doctor_cluster.c connected that
+ * client to. A Cluster's replica is asked only what matters once it is promoted (version,
+ * eviction, persistence, TLS, clock): its clients are the master's until then. Nothing here
+ * writes. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,14 +38,14 @@ static bool config_get(doctor_report *r, const char *name, char *buf, size_t siz
 
 /* ---- the server ----------------------------------------------------------------------- */
 
-static void check_version(doctor_report *r, const char *info, bool sharded) {
+static void check_version(doctor_report *r, const char *info) {
     char version[64], mode[32];
     if (!doctor_info_field(info, "redis_version", version, sizeof(version))) {
         doctor_add(r, "server", DOCTOR_WARN, INFO_FIX, "INFO names no redis_version");
         return;
     }
     if (!doctor_info_field(info, "redis_mode", mode, sizeof(mode)))
-        snprintf(mode, sizeof(mode), "%s", sharded ? "cluster" : "standalone");
+        snprintf(mode, sizeof(mode), "%s", r->sharded ? "cluster" : "standalone");
     int major = atoi(version);
     /* The client loaded every script at its connect (SCRIPT LOAD in its handshake), or it
      * would not have connected: Lua is there. */
@@ -207,53 +208,6 @@ static void check_replicas(doctor_report *r, const char *info) {
                "master with %ld replica(s), WAIT works; %s", replicas, what);
 }
 
-/* ---- Cluster ---------------------------------------------------------------------------- */
-
-static void check_cluster(doctor_report *r) {
-    char err[256];
-    redis_lib_reply *slots = doctor_ask(r, err, sizeof(err), NULL, "CLUSTER", "SLOTS", NULL);
-    if (!slots) {
-        doctor_add(r, "cluster slots", DOCTOR_WARN, "grant +cluster|slots (the client needs it)",
-                   "CLUSTER SLOTS failed: %s", err);
-    } else {
-        long covered = 0, ranges = 0, without_replica = 0;
-        for (size_t i = 0; i < slots->elements; i++) {
-            const redis_lib_reply *range = slots->element[i];
-            if (range->type != DLOCK__REPLY_ARRAY || range->elements < 3)
-                continue;
-            covered += range->element[1]->integer - range->element[0]->integer + 1;
-            ranges++;
-            if (range->elements < 4)
-                without_replica++;
-        }
-        redis_lib_reply_free(slots);
-        if (covered != 16384)
-            doctor_add(r, "cluster slots", DOCTOR_FAIL,
-                       "assign every slot (redis-cli --cluster fix); CLUSTER INFO says which",
-                       "%ld of 16384 slots served: objects in the others cannot be locked",
-                       covered);
-        else if (without_replica > 0)
-            doctor_add(r, "cluster slots", DOCTOR_WARN, "give every master a replica",
-                       "16384 of 16384 slots served in %ld range(s); %ld without a replica that "
-                       "has synced (CLUSTER SLOTS lists only those)",
-                       ranges, without_replica);
-        else
-            doctor_add(r, "cluster slots", DOCTOR_OK, NULL,
-                       "16384 of 16384 slots served in %ld range(s), each with a replica", ranges);
-    }
-    redis_lib_reply *n =
-        doctor_ask(r, err, sizeof(err), NULL, "PUBSUB", "SHARDNUMSUB", r->object_name, NULL);
-    if (n)
-        doctor_add(r, "sharded pub/sub", DOCTOR_OK, NULL,
-                   "PUBSUB SHARDNUMSUB answers: dlock wakes waiters with SPUBLISH/SSUBSCRIBE on "
-                   "each object's shard");
-    else
-        doctor_add(r, "sharded pub/sub", DOCTOR_FAIL,
-                   "use Redis 7.0 or later, and grant +pubsub|shardnumsub +spublish +ssubscribe",
-                   "PUBSUB SHARDNUMSUB failed: %s (waiters would not be woken)", err);
-    redis_lib_reply_free(n);
-}
-
 /* ---- TLS -------------------------------------------------------------------------------- */
 
 #define CERT_WARN_DAYS 30 /* time enough to renew a certificate without a rush */
@@ -391,7 +345,6 @@ static void check_script_cache(doctor_report *r, const char *info) {
 /* ---- all of them ------------------------------------------------------------------------ */
 
 void doctor_check_server(doctor_report *r) {
-    bool sharded = dlock__client_channels_sharded(r->c);
     char err[256];
     bool refused = false;
     redis_lib_reply *info = doctor_ask(r, err, sizeof(err), &refused, "INFO", "server", "memory",
@@ -401,16 +354,19 @@ void doctor_check_server(doctor_report *r) {
         doctor_add(r, "info", DOCTOR_WARN, INFO_FIX,
                    "INFO %s (%s): the checks that read it cannot tell",
                    refused ? "refused" : "failed", err);
-    check_version(r, text, sharded);
+    check_version(r, text);
     check_eviction(r, text);
     check_persistence(r, text);
-    check_replicas(r, text);
-    if (sharded)
-        check_cluster(r);
-    if (!sharded) /* a Cluster client keeps a connection per node, none to ask alone */
+    if (!r->replica_node)
+        check_replicas(r, text);
+    /* a Cluster's client keeps a connection per node, none to ask alone: doctor_cluster.c
+     * asks each node through a client of its own */
+    if (!dlock__client_channels_sharded(r->c))
         check_tls(r);
     check_clock(r);
-    check_round_trip(r);
-    check_script_cache(r, text);
+    if (!r->replica_node) {
+        check_round_trip(r);
+        check_script_cache(r, text);
+    }
     redis_lib_reply_free(info);
 }

@@ -17,7 +17,7 @@
 
 /* A reply, copied out of the loop thread's callback (where the library's reply lives). */
 typedef struct redis_lib_reply {
-    int type;          /* DLOCK__REPLY_* (src/core/dlock_int.h): STRING, ARRAY, INTEGER... */
+    int type; /* DLOCK__REPLY_* (src/core/include/dlock_int.h): STRING, ARRAY, INTEGER... */
     long long integer; /* INTEGER */
     char *str;         /* STRING / STATUS text, NUL-terminated; "" for the other types */
     size_t len;

@@ -145,6 +145,14 @@ DLOCK_EXTERN int dlock_client_ping_async(dlock_client *c, dlock_client_cb cb, vo
     500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 500000, 1000000, 2500000, 5000000, \
         10000000, 30000000
 #define DLOCK_STATS_WAIT_BUCKETS 16
+/* dlock_stats' ..._by_kind counters have a slot per kind of object, named in this order by
+ * DLOCK_STATS_KIND_NAMES (e.g. `static const char *const kinds[] = {DLOCK_STATS_KIND_NAMES};`);
+ * [0] "other" gathers a kind past the names, and the slots past the names stay 0 until a
+ * later version names them. A fenced lock is a "lock". */
+#define DLOCK_STATS_KINDS 16
+#define DLOCK_STATS_KIND_NAMES                                                                     \
+    "other", "lock", "spin_lock", "fair_lock", "read_lock", "write_lock", "semaphore", "permits",  \
+        "latch"
 
 /* What a client is doing and has been through, for monitoring: a snapshot filled by
  * dlock_client_stats(). Gauges say how things are now; counters only grow, from the
@@ -162,7 +170,9 @@ typedef struct dlock_stats {
     int64_t renewal_lag_max_ms; /* the worst lag seen: confirmation time minus due time,
                                    where due = the previous confirmation's send time +
                                    watchdog_ms/3; the lease is lost at 2 x watchdog_ms/3 */
-    uint64_t leases_lost;       /* leases found gone or not confirmed in time (lost callbacks) */
+    uint64_t leases_lost;       /* holds lost, one per hold a lost callback reports: found
+                                   gone (by a renewal, a release, an acquire or a query), not
+                                   confirmed in time, or past their max_hold_ms */
     uint64_t reconnects;        /* command and subscriber connections made ready again
                                    (in a Cluster: every master's and shard's) */
     uint64_t messages;          /* pub/sub messages received */
@@ -184,6 +194,12 @@ typedef struct dlock_stats {
                                    than bound i-1 and at most bound i of
                                    DLOCK_STATS_WAIT_BOUNDS_US; the last, more than them all */
     uint64_t acquire_wait_sum_us; /* the sum of those waits, in microseconds */
+    /* counters (added after the ones above): the failures of acquire_failures by the kind of
+     * object the call was on, [k] the kind DLOCK_STATS_KIND_NAMES names k-th */
+    uint64_t acquire_timeouts_by_kind[DLOCK_STATS_KINDS]; /* ended with DLOCK_ETIMEDOUT */
+    uint64_t acquire_errors_by_kind[DLOCK_STATS_KINDS];   /* ended with any other code but
+                                   DLOCK_ECANCELED (a call the application itself ended: a
+                                   freed handle, a closed client) */
 } dlock_stats;
 
 /* Readies *s for dlock_client_stats(): zeroes it and sets s->size. No I/O; any thread.
@@ -203,7 +219,8 @@ DLOCK_EXTERN int dlock_client_stats(dlock_client *c, dlock_stats *out);
 /* One label of dlock_client_stats_prometheus()'s samples: name="value" (e.g. the service's
  * name), both NUL-terminated and owned by the caller. */
 typedef struct dlock_metric_label {
-    const char *name;  /* [a-zA-Z_][a-zA-Z0-9_]*, not "__..." (Prometheus's), "le" or "code" */
+    const char *name;  /* [a-zA-Z_][a-zA-Z0-9_]*, not "__..." (Prometheus's), "le", "code" or
+                          "kind" */
     const char *value; /* any text: \\, " and newline are escaped as the format wants */
 } dlock_metric_label;
 
@@ -212,9 +229,11 @@ typedef struct dlock_metric_label {
  * "text/plain; version=0.0.4"): every metric named dlock_..., with its # HELP and # TYPE
  * lines; counters end in _total, renewal_lag_max_ms is dlock_renewal_lag_max_seconds,
  * acquire_failures is dlock_acquire_failures_total{code="DLOCK_E..."} (a sample per code),
- * the wait buckets the histogram dlock_acquire_wait_seconds (_bucket{le=...}, _sum, _count).
+ * the wait buckets the histogram dlock_acquire_wait_seconds (_bucket{le=...}, _sum, _count),
+ * acquire_timeouts_by_kind and acquire_errors_by_kind dlock_acquire_timeouts_total{kind=...}
+ * and dlock_acquire_errors_total{kind=...} (a sample per named kind, kind="other" when not 0).
  * Every sample carries the nlabels labels (none: labels may be NULL), in their order, then
- * its own code= or le=.
+ * its own code=, le= or kind=.
  * docs/monitoring.md shows the output. Cheap (a dlock_client_stats() and some formatting; no
  * allocation, no lock, no I/O): any thread, the loop thread and dlock callbacks included.
  * The caller owns labels and buf; nothing is kept after the call.
@@ -229,7 +248,7 @@ typedef struct dlock_metric_label {
  *
  * Returns: DLOCK_OK; DLOCK_ENOSPC (buf too small, above); DLOCK_EINVAL (NULL c or len; NULL
  * buf with size > 0; NULL labels with nlabels > 0; a NULL name or value; a label name not
- * [a-zA-Z_][a-zA-Z0-9_]*, starting with "__", given twice, or "le" or "code", dlock's
+ * [a-zA-Z_][a-zA-Z0-9_]*, starting with "__", given twice, or "le", "code" or "kind", dlock's
  * own): then neither buf nor *len is touched. */
 DLOCK_EXTERN int dlock_client_stats_prometheus(dlock_client *c, const dlock_metric_label *labels,
                                                size_t nlabels, char *buf, size_t size, size_t *len);

@@ -18,10 +18,13 @@
 --          joins the queue), 3 for a later one (it joins, or keeps its place there; should
 --          it get the lock it leaves), 2 for its wait's last attempt (it leaves the queue
 --          either way, and a promise to it goes too), 0 for a
---          try that does not wait, - for neither marker nor queue (a Cluster: KEYS[2] and
---          KEYS[3] are passed, never touched); absent: no marker, and KEYS[2] is the token
---          counter
+--          try that does not wait, - for neither marker nor queue (a Cluster client's lock
+--          whose name keeps them out of N's slot: KEYS[2] and KEYS[3] are passed, never
+--          touched); absent: no marker, and KEYS[2] is the token counter
 -- ARGV[5]  with ARGV[4]: the queue's lifetime, ms
+-- ARGV[6]  optional, a Cluster client's: the probe, a key of N's slot that never exists
+--          ({N}:handoff_probe): while the slot is being migrated, the hand-off is left
+--          alone (as with ARGV[4] -); see "In a Cluster" below
 -- Reply    {1, holds, token}  acquired: the owner's hold count now and, for a fenced
 --                             lock, the token of this acquisition (0 otherwise): an
 --                             integer, or beyond 2^53, where a Lua number (a double)
@@ -45,12 +48,20 @@
 -- place and any promise with it (its last attempt, or handoff_drop.lua).
 -- Reentrant acquisitions (the owner holds the lock already) never look at the marker.
 -- Redisson's clients and dlock's spin lock know neither: they take a free lock as ever.
--- Marker and queue are a fairness hint, never what mutual exclusion rests on. A Cluster
--- client passes them undeclared and does not use them (ARGV[4] -): declared, a key that
--- is usually absent makes every acquire wait out a slot migration (TRYAGAIN); undeclared,
--- one written on the importing node while the old one still has it stops the migration
--- (MIGRATE: BUSYKEY). They are read through pcall all the same, so one out of reach is
--- none. One of another type is refused like any key of another type.
+-- Marker and queue are a fairness hint, never what mutual exclusion rests on. They are
+-- read through pcall, so one out of reach is none. One of another type is refused like any
+-- key of another type.
+--
+-- In a Cluster the client passes marker and queue undeclared (they live in N's slot: the
+-- hash tag) and the probe: declared, a key that is usually absent would make every acquire
+-- wait out a migration of the slot (TRYAGAIN); undeclared, one written on the importing
+-- node while the old one still has it would stop the migration (MIGRATE: BUSYKEY). So
+-- while the slot is being migrated the script leaves them alone: the probe, two keys of
+-- the slot of which one never exists, is refused exactly then (a missing key on the
+-- migrating node: ASK; on the importing one: TRYAGAIN), and the attempt goes on as without
+-- the hand-off (ARGV[4] -). Outside a migration every key of the slot is the node's, so
+-- the hand-off runs as on a single server; after one it finds marker and queue where
+-- MIGRATE put them, untouched meanwhile on both nodes.
 --
 -- Applied once even when sent twice: if the owner already has one hold more than the
 -- client believes, this is a resend of an acquire whose reply was lost (or the client
@@ -72,6 +83,9 @@
 -- uses: int64
 
 local claims = ARGV[4]
+if ARGV[6] and claims and type(redis.pcall('exists', KEYS[3], ARGV[6])) == 'table' then
+    claims = '-' -- a Cluster, the slot being migrated
+end
 local marker_key = claims and claims ~= '-' and KEYS[2]
 local line_key = marker_key and KEYS[3]
 local queue_key = claims ~= '0' and line_key -- written by a wait's attempts only

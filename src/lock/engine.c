@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* engine.c — the lock engine's foundation (engine.h): the state shared by every handle of
- * one name, the holds of each owner, the owner's turn, and the life of an op. The calls
+ * one name, the holds of each owner, the owner's sequence, and the life of an op. The calls
  * themselves are in engine_acquire.c, engine_release.c and engine_query.c; the ordinary
  * handle they serve is assembled in ordinary.c. This file is their ground: it calls no
  * other file of src/lock (the wait's hooks are engine_acquire.c's own). */
@@ -138,6 +138,7 @@ void dlock__holds_lost(hold *h, int reason) {
     h->lost = h->count > INT64_MAX - h->lost ? INT64_MAX : h->lost + h->count;
     h->count = 0;
     dlock__hold_unwatch(h);
+    dlock__stat_lease_lost(st->client);
     if (!dlock__user_callbacks_elsewhere(st->client)) {
         tell_handles_lost(st, h->owner, reason);
         return;
@@ -204,9 +205,9 @@ dlock__lock_view dlock__view_of(const lock_handle *l, const hold *h, int64_t lea
     };
 }
 
-/* ---- the owner's turn ------------------------------------------------------------------- */
+/* ---- the owner's sequence ------------------------------------------------------------------- */
 
-/* (A turn is needed when one owner's calls overlap on the async face, as when a RedLock's
+/* (A sequence is needed when one owner's calls overlap on the async face, as when a RedLock's
  * round starts while a slow master has not yet answered the round before.) */
 void dlock__hold_run(hold *h, lock_op *op, void (*send)(lock_op *op)) {
     op->send = send;

@@ -2,9 +2,9 @@
 /* engine.h — the lock engine's own parts, shared by its files in src/lock and by no kind
  * (a kind sees lock_engine.h only).
  *
- *   engine.c          per-name state, holds, the per-owner turn, ops
- *   engine_acquire.c  acquire: the owner's turn, the kind's script, the wait
- *   engine_release.c  release: the owner's turn, the kind's script, what the reply means
+ *   engine.c          per-name state, holds, the per-owner sequence, ops
+ *   engine_acquire.c  acquire: the owner's sequence, the kind's script, the wait
+ *   engine_release.c  release: the owner's sequence, the kind's script, what the reply means
  *   engine_query.c    force release, queries, tokens, the lost callback's setting
  *   ordinary.c        the ordinary handle: its assembly, its free, its class table
  *                     (lock_class.h) over the ops; it calls the engine, never the reverse
@@ -92,7 +92,7 @@ struct hold {
     /* One acquire or release of this owner in Redis at a time (dlock__hold_run): the count
      * the scripts are told is then exact, as their resend rules need. */
     bool busy;
-    lock_op *queue_head, *queue_tail; /* waiting for their turn, oldest first */
+    lock_op *queue_head, *queue_tail; /* waiting in their owner's sequence, oldest first */
     dlock__lease *watchdog;           /* registered while a watchdog hold is taken or held */
     /* When the watchdog stops renewing this owner's holds (monotonic ms; 0: never): the
      * send of the acquire that took the first of them, plus its handle's bound */
@@ -125,7 +125,7 @@ struct lock_op {
     int refused;               /* release: the status of a release Redis refused, while the lease
                                   it stopped is confirmed again */
     int64_t relet_ms;          /* release: when that confirming renewal was sent */
-    void (*send)(lock_op *op); /* acquire or release: sends when its owner's turn comes */
+    void (*send)(lock_op *op); /* acquire or release: sends when its owner's sequence reaches it */
     lock_op *queue_next;
     enum dlock__member_query what; /* query */
     uint64_t token_floor;          /* raise_token */
@@ -175,18 +175,18 @@ void dlock__hold_unwatch(hold *h);
 /* What the kind's hooks see of lock l and owner h, for a call with lease_ms. */
 dlock__lock_view dlock__view_of(const lock_handle *l, const hold *h, int64_t lease_ms);
 
-/* ---- the owner's turn (engine.c) -------------------------------------------------------- */
+/* ---- the owner's sequence (engine.c) -------------------------------------------------------- */
 
 /* The scripts tell a resend from a new request by the count the client believes the owner
  * has: two of the owner's commands in Redis at once would break that. So an owner's
  * acquires and releases of one lock go to Redis one after another: send(op) runs now if
- * it is the owner's turn, else when the owner's command before it is settled. */
+ * nothing of the owner's is in Redis, else when the owner's command before it is settled. */
 void dlock__hold_run(hold *h, lock_op *op, void (*send)(lock_op *op));
 
 /* The owner's command of op is settled (its reply applied to the hold, or never sent):
  * the owner's next command goes, then op ends: an acquire's wait hears status and hint
  * (ms, -1 none), any other op completes with status. Every reply path of an op that took
- * the owner's turn ends here, so none can keep the turn. */
+ * the owner's sequence moves on here, so none can hold it up. */
 void dlock__hold_settled(lock_op *op, int status, int64_t hint_ms);
 
 /* ---- ops (engine.c) --------------------------------------------------------------------- */

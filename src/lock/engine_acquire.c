@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* engine_acquire.c — the lock engine's acquire (lock_engine.h): the owner's watchdog lease
  * registered before anything is sent, then a wait (the core's waiting engine) whose every
- * attempt is the kind's acquire script, sent in the owner's turn. A busy reply gives the
+ * attempt is the kind's acquire script, sent in the owner's sequence. A busy reply gives the
  * wait its hint (the holder's pttl, or the kind's busy_hint); a kind with no channel waits
  * on no channel, so the hint alone wakes it.
  *
  * Under ?sync_replicas (replicas.c) an acquisition fewer replicas acknowledged than asked
  * does not stand: it is given back at once (the kind's release script, in the owner's
- * turn still, with no WAIT of its own), nothing is recorded, and the attempt counts as
+ * sequence still, with no WAIT of its own), nothing is recorded, and the attempt counts as
  * busy. The wait goes on; when it ends, DLOCK_ETIMEDOUT says how many acknowledged. */
 #include <string.h>
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* engine_query.c — the lock engine's calls that take no owner's turn: force release (the
- * kind's force script), the queries (plain commands on N), the owner's token (loop-thread
+/* engine_query.c — the lock engine's calls that take no place in an owner's sequence: force release
+ * (the kind's force script), the queries (plain commands on N), the owner's token (loop-thread
  * state, no I/O), and the two calls only composites make
  * (member.h): an explicit lease for a hold, and a fenced member's token floor. */
 #include <string.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* engine_release.c — the lock engine's release (lock_engine.h): one hold of the owner
- * given back by the kind's release script, in the owner's turn, and what its reply means
+ * given back by the kind's release script, in the owner's sequence, and what its reply means
  * for the hold (holds left, a hold lost meanwhile, a resend's reply, not the owner).
  *
  * The last hold's release stops the owner's watchdog lease before it is sent, so that a
@@ -37,7 +37,7 @@ static void on_relet_reply(dlock_client *c, int status, const dlock__reply *repl
 }
 
 /* Registers the owner's lease again and confirms it with the kind's renewal (in the
- * owner's turn still), then the release ends with its refusal, status. */
+ * owner's sequence still), then the release ends with its refusal, status. */
 static void restore_lease(lock_op *op, int status) {
     lock_handle *l = op->lock;
     hold *h = op->hold;
@@ -134,7 +134,7 @@ static void on_release_reply(dlock_client *c, int status, const dlock__reply *re
     }
 }
 
-/* The owner's turn (dlock__hold_run): its count is what Redis has, as the client knows. */
+/* The owner's sequence (dlock__hold_run): its count is what Redis has, as the client knows. */
 static void release_send(lock_op *op) {
     lock_handle *l = op->lock;
     hold *h = op->hold;

@@ -12,12 +12,12 @@
  * file includes this header and nothing else of src/lock.
  *
  * What the engine does with a kind, per call:
- *   acquire  the owner's turn (one command of an owner in Redis at a time) -> the kind's
+ *   acquire  the owner's sequence (one command of an owner in Redis at a time) -> the kind's
  *            acquire script; busy -> wait on the kind's channel (or none) until a message,
  *            the kind's busy_hint, or the deadline -> attempt again; obtained -> the hold
  *            is counted, a watchdog lease registered for DLOCK_WATCHDOG
- *   release  the owner's turn -> the kind's release script; the last hold stops the lease
- *   force    the kind's force script, nobody's turn (it is nobody's call)
+ *   release  the owner's sequence -> the kind's release script; the last hold stops the lease
+ *   force    the kind's force script, in nobody's sequence (it is nobody's call)
  *   queries  plain commands on N (EXISTS/HGET mode, HEXISTS, HGET, PTTL)
  *
  * The scripts of every kind answer the same way, so the engine reads their replies alike:

@@ -58,6 +58,7 @@ int dlock__lock_create(dlock_client *c, const char *name, const dlock__lock_kind
         return dlock__fail(DLOCK_ENOMEM, "out of memory");
     l->base.cls = &dlock__ordinary_class;
     dlock__handle_init(&l->handle, c, lock_handle_destroy);
+    l->handle.kind = kind->what;
     l->client = c;
     l->kind = kind;
     l->fenced = fenced;

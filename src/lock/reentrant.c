@@ -29,15 +29,17 @@
  * back (its last attempt, or handoff_drop.lua). The queue outlives its latest waiting attempt by
  * HANDOFF_QUEUE_MS, longer than a waiter sleeps between attempts under a watchdog's lease:
  * should it lapse all the same, the next release names nobody and wakes a waiter of every
- * client, which queue again. A Cluster client uses neither (acquire.lua says why).
+ * client, which queue again. In a Cluster the hand-off is left alone while the lock's slot
+ * is being migrated, and is the same at every other time (handoff_cluster.c).
  *
  * The turn channel makes one waiter, not one in every process, answer a release: the named
  * waiter's client wakes it alone, and a client none of whose waiters is named lets the "0"
- * wake nobody (the waiting engine's turns, src/core/wait.c). Those look again
+ * wake nobody (the waiting engine's turns, src/core/engine/wait.c). Those look again
  * HANDOFF_MARKER_MS later at the latest, by when a promise to a waiter that never came has
  * lapsed. */
 
 #include "dlock_object.h"
+#include "handoff_cluster.h"
 #include "lock_engine.h"
 
 #define HANDOFF_MARKER_MS 100
@@ -46,19 +48,26 @@
 
 /* The kind's data: its dlock-only names. */
 typedef struct handoff_names {
-    char *marker;       /* {N}:handoff (N:handoff when N holds a hash tag) */
-    char *queue;        /* {N}:handoff_queue */
-    char *turn_channel; /* dlock_lock_turn__channel:{N} */
+    char *marker;        /* {N}:handoff (N:handoff when N holds a hash tag) */
+    char *queue;         /* {N}:handoff_queue */
+    char *turn_channel;  /* dlock_lock_turn__channel:{N} */
+    char *cluster_probe; /* {N}:handoff_probe; NULL when the keys do not share N's slot */
 } handoff_names;
-
-/* The hand-off's marker and queue usually do not exist: a client whose topology makes absent
- * keys costly (a Cluster) leaves them alone (acquire.lua says why). */
-static bool handoff_off(const dlock__lock_view *v) {
-    return !dlock__client_absent_keys_are_free(v->client);
-}
 
 static const handoff_names *names_of(const dlock__lock_view *v) {
     return v->data;
+}
+
+/* The probe a Cluster client passes with the hand-off's keys (handoff_cluster.c); NULL for
+ * a client whose topology makes absent keys free. */
+static const char *cluster_probe(const dlock__lock_view *v) {
+    return dlock__client_absent_keys_are_free(v->client) ? NULL : names_of(v)->cluster_probe;
+}
+
+/* The hand-off's marker and queue usually do not exist: a Cluster client uses them only
+ * with the probe, and not at all for a name whose keys it cannot keep in one slot. */
+static bool handoff_off(const dlock__lock_view *v) {
+    return !dlock__client_absent_keys_are_free(v->client) && !names_of(v)->cluster_probe;
 }
 
 /* acquire.lua: KEYS N, marker, queue [, token key]; ARGV lease, field, believed holds,
@@ -78,12 +87,14 @@ static int acquire_args(const dlock__lock_view *v, dlock__args *a) {
     else /* 1: a wait's first attempt, 3: a later one (in line maybe), 2: its last */
         dlock__args_int(a, v->claims ? (v->claim_open ? 3 : 1) : v->last ? 2 : 0);
     dlock__args_int(a, HANDOFF_QUEUE_MS);
+    if (cluster_probe(v))
+        dlock__args_str(a, cluster_probe(v));
     return nkeys;
 }
 
 /* release.lua: KEYS N, channel [, marker, queue, turn channel]; ARGV lease, field, believed
- * holds [, the marker's lifetime, the bound]. The bracketed part only when others waited in
- * line as the holds were taken (never in a Cluster): a release that may name nobody keeps
+ * holds [, the marker's lifetime, the bound, a Cluster's probe]. The bracketed part only when
+ * others waited in line as the holds were taken: a release that may name nobody keeps
  * to two keys and three arguments, each of which costs the server time in every call. */
 static int release_args(const dlock__lock_view *v, dlock__args *a) {
     dlock__args_str(a, v->name);
@@ -101,6 +112,8 @@ static int release_args(const dlock__lock_view *v, dlock__args *a) {
     if (names) {
         dlock__args_int(a, HANDOFF_MARKER_MS);
         dlock__args_int(a, HANDOFF_BOUND_MS);
+        if (cluster_probe(v))
+            dlock__args_str(a, cluster_probe(v));
     }
     return nkeys;
 }
@@ -123,6 +136,7 @@ static void names_free(void *data) {
     dlock__free(names->marker);
     dlock__free(names->queue);
     dlock__free(names->turn_channel);
+    dlock__free(names->cluster_probe);
     dlock__free(names);
 }
 
@@ -133,6 +147,7 @@ static void *names_new(const char *name) {
     names->marker = dlock__name_suffixed(name, "handoff");
     names->queue = dlock__name_suffixed(name, "handoff_queue");
     names->turn_channel = dlock__name_prefixed("dlock_lock_turn__channel", name);
+    names->cluster_probe = dlock__handoff_cluster_probe(name); /* NULL: none in a Cluster */
     if (!names->marker || !names->queue || !names->turn_channel) {
         names_free(names);
         return NULL;
@@ -147,6 +162,11 @@ static void *names_new(const char *name) {
 static void gave_up(const dlock__lock_view *v) {
     if (handoff_off(v) || !v->claim_open)
         return;
+    if (cluster_probe(v)) {
+        dlock__handoff_cluster_drop(v->client, v->name, names_of(v)->marker, names_of(v)->queue,
+                                    v->field, cluster_probe(v));
+        return;
+    }
     dlock__args a = {0};
     dlock__args_str(&a, names_of(v)->marker);
     dlock__args_str(&a, names_of(v)->queue);

@@ -3,11 +3,12 @@
 --
 -- KEYS[1]  [stored] the lock hash N
 -- KEYS[2]  [unstored] its channel redisson_lock__channel:{N}
--- KEYS[3]  [stored] optional, passed when others waited in line as the holds were taken (the
---          acquire's reply 2; never in a Cluster): the hand-off marker {N}:handoff
---          (acquire.lua). Without it the release names nobody and costs what Redisson's
---          does: every key and argument of a script costs the server time in every call.
--- KEYS[4]  [stored] with KEYS[3]: the hand-off queue {N}:handoff_queue (acquire.lua)
+-- KEYS[3]  [unstored] optional, passed when others waited in line as the holds were taken
+--          (the acquire's reply 2): the hand-off marker {N}:handoff (acquire.lua). Without
+--          it the release names nobody and costs what Redisson's does: every key and
+--          argument of a script costs the server time in every call. A Cluster client
+--          passes it undeclared, with ARGV[6] (acquire.lua says why).
+-- KEYS[4]  [unstored] with KEYS[3]: the hand-off queue {N}:handoff_queue (acquire.lua)
 -- KEYS[5]  [unstored] with KEYS[3]: the turn channel dlock_lock_turn__channel:{N} (dlock's own)
 -- ARGV[1]  the lease to keep when holds remain, ms
 -- ARGV[2]  the owner field, <client-id>:<owner>
@@ -15,6 +16,8 @@
 -- ARGV[4]  with KEYS[3]: the marker's lifetime, ms
 -- ARGV[5]  with KEYS[3]: the bound, ms: a first waiter that joined the queue this long
 --          ago or longer is promised the lock
+-- ARGV[6]  optional, a Cluster client's with KEYS[3]: the probe {N}:handoff_probe
+--          (acquire.lua): while N's slot is being migrated the release names nobody
 -- Reply    -1 the owner holds nothing; otherwise the holds left (0: the lock was deleted
 --          and "0" published, Redisson's unlock message)
 --
@@ -22,7 +25,7 @@
 -- or else the queue's first, and publishes its owner field on the turn channel just
 -- before "0". A dlock client reads both on its one subscriber connection, in that order:
 -- the named waiter's client wakes that waiter alone, every other client lets the "0" wake
--- none of its own (src/core/wait.c, turns). So one waiter answers a release, not one in
+-- none of its own (src/core/engine/wait.c, turns). So one waiter answers a release, not one in
 -- every process. A first waiter that has waited past the bound leaves the queue for the
 -- marker: the lock is promised to it and newcomers are refused until it comes (or the
 -- marker's lifetime runs out); one that has not may find the lock taken again by a
@@ -59,7 +62,7 @@ if holds > 0 then
 end
 -- what to publish first: a refused PUBLISH must leave the lock as it was (see acquire.lua)
 local turn, promise = false, false
-if KEYS[3] then
+if KEYS[3] and not (ARGV[6] and type(redis.pcall('exists', KEYS[4], ARGV[6])) == 'table') then
     turn = redis.pcall('get', KEYS[3])
     if type(turn) ~= 'string' then -- no promise standing: the queue's first, if any
         local first = turn == false and redis.pcall('zrange', KEYS[4], 0, 0, 'withscores')

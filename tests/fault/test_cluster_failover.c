@@ -25,7 +25,7 @@
 
 #include <cmocka.h>
 
-#include "cluster.h"
+#include "topology/cluster.h"
 #include "cluster_load.h"
 
 #define BACK_WITHIN_MS 10000

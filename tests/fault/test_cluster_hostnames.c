@@ -22,7 +22,7 @@
 #include <hiredis/hiredis.h>
 
 #include "client_node.h"
-#include "cluster.h"
+#include "topology/cluster.h"
 #include "cluster_fixture.h"
 #include "cluster_load.h"
 #include "dlock.h"

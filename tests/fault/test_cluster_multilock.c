@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "cluster.h"
+#include "topology/cluster.h"
 #include "cluster_load.h"
 
 #define MEMBERS 3

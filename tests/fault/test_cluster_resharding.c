@@ -27,7 +27,7 @@
 
 #include "cluster_load.h"
 #include "core_call.h"
-#include "cluster.h"
+#include "topology/cluster.h"
 
 #define WAIT_MS 15000
 #define LEASE_MS 1000
@@ -102,22 +102,13 @@ static int64_t waits_of(dlock_client *c) {
     return s.waits;
 }
 
-/* The next master after `from` in masters' order. */
-static int next_master(const int masters[3], int from) {
-    for (int i = 0; i < 3; i++)
-        if (masters[i] == from)
-            return masters[(i + 1) % 3];
-    fail_msg("node %d is no master", from);
-    return -1;
-}
-
 /* Moves the slot of name to the next master in two halves, the load running, and right
  * after marking the slot moves its keys, as `redis-cli --cluster reshard` does. In between,
  * c takes a fresh lock of that slot: the owner has no such key and answers ASK; after the
  * move its release meets MOVED. */
 static void migrate_under_load(cluster_load *ld, dlock_client *c, const int masters[3],
                                const char *name) {
-    int slot = slot_of(name), to = next_master(masters, owner_of(name)), next = 0;
+    int slot = slot_of(name), to = cluster_next_master(masters, owner_of(name)), next = 0;
     char fresh_name[CLUSTER_NAME_MAX];
     cluster_name_in_slot("fresh", slot, &next, fresh_name, sizeof(fresh_name));
     dlock_lock *fresh;
@@ -171,7 +162,8 @@ test_resharding_slots_of_held_and_waited_on_locks_under_load_fails_no_call(void 
 
     /* the held lock: released while its slot is half-moved, with its key still on the old
      * owner: the release runs there at once, before the migration ends */
-    int slot = slot_of(held_name), from = owner_of(held_name), to = next_master(masters, from);
+    int slot = slot_of(held_name), from = owner_of(held_name),
+        to = cluster_next_master(masters, from);
     assert_int_equal(cluster_fixture_migrate_slot_begin(fx, slot, to), 0);
     cluster_load_wait_sections(&ld, SECTIONS_PER_STEP, STEP_WITHIN_MS);
     atomic_store(&h.release_now, true);

@@ -162,7 +162,7 @@ static void run_pubsub_kill(lock_kind kind, bool refuse_reconnect) {
            PUBSUB_WAITERS, (long long)last,
            refuse_reconnect ? "the server taking connections again" : "the release",
            pubsub_subscribers(f, kind, name));
-    /* The reconnect backoff (src/core/link.c): the first attempt at once, then steps of
+    /* The reconnect backoff (src/core/net/link.c): the first attempt at once, then steps of
      * 10 ms doubling up to TEST_RETRY_DELAY_MS (100 ms), each a random point in its upper
      * half: per link at most 1 + 4 attempts in the first 75 ms, then one per 50 ms or
      * more, about 10 in the 300 ms. A link that reconnected at once was refused thousands

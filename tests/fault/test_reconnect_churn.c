@@ -8,7 +8,7 @@
  *   and the default retry_delay_ms: no release answers DLOCK_ELOST and no lost callback
  *   runs. The server never stopped answering, so every reconnect must come soon enough
  *   for each renewal to land within its lease: the first at once, and none later than a
- *   third of the lease (src/core/link.c). A client whose backoff climbed to seconds lost
+ *   third of the lease (src/core/net/link.c). A client whose backoff climbed to seconds lost
  *   several leases in the same run.
  * - a client holding a 3 s watchdog lease, with retry_delay_ms = 60000, its command
  *   connection killed every 200 ms for 8 s: the lease survives, because no backoff step

@@ -5,7 +5,7 @@
  * The first reconnect after a drop is at once; every further consecutive failure waits a
  * step that doubles from 10 ms up to retry_delay_ms (jittered over its upper half), and a
  * connection that drops within a second of becoming ready counts as a failure that goes on
- * (src/core/link.c). So a link facing a server that drops everything attempts at most
+ * (src/core/net/link.c). So a link facing a server that drops everything attempts at most
  *   1 (at once) + 7 (steps 10..640 ms, together at least 635 ms) + (W - 635) / 500
  * times in a window of W ms with the default retry_delay_ms of 1000: 17 in 5 s. A loaded
  * machine only makes fewer. A link that reconnected at once every time would attempt

@@ -36,7 +36,7 @@
 #define ROUNDS 8
 #define HOLDER_WATCHDOG_MS 60000
 #define WAITER_RETRY_DELAY_MS 30000
-/* A link up this long has proven itself (STABLE_MS in src/core/link.c is 1000): its next
+/* A link up this long has proven itself (STABLE_MS in src/core/net/link.c is 1000): its next
  * drop is a first failure, reconnected at once. */
 #define PROVEN_UP_MS 1100
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core.h"
+#include "client/client.h"
 
 static char *copy_text(const uint8_t *data, size_t n) {
     char *s = malloc(n + 1);

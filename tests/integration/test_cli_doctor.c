@@ -278,6 +278,154 @@ static void test_doctor_cluster_slots_served_and_sharded_pubsub_checked(void **s
     cluster_fixture_stop(fx);
 }
 
+/* rdb_changes_since_last_save and DBSIZE of every node, into dirty[] and keys[]. */
+static void cluster_counts(cluster_fixture *fx, long long *dirty, long long *keys) {
+    for (int i = 0; i < CLUSTER_FIXTURE_NODES; i++) {
+        redis_fixture *node = cluster_fixture_node(fx, i);
+        dirty[i] = redis_fixture_info_int(node, "persistence", "rdb_changes_since_last_save");
+        keys[i] = redis_fixture_int(node, "DBSIZE");
+    }
+}
+
+/* The line of check name in doctor's table ("fail  maxmemory-policy ..."), copied. */
+static char *line_of(const char *out, const char *name) {
+    char head[64];
+    snprintf(head, sizeof(head), "  %-22s ", name);
+    const char *p = strstr(out, head);
+    if (!p)
+        fail_msg("no line for %s:\n%s", name, out);
+    while (p > out && p[-1] != '\n')
+        p--;
+    return topo_asprintf("%.*s", (int)strcspn(p, "\n"), p);
+}
+
+/* Waits until CLUSTER SLOTS lists a replica beside every master (it names synced ones only),
+ * so that doctor finds all six nodes in the map. */
+static void wait_slots_list_replicas(cluster_fixture *fx) {
+    int64_t until = test_now_ms() + test_slack_ms(30000);
+    for (;;) {
+        redisReply *slots = redis_fixture_cmd(cluster_fixture_node(fx, 0), "CLUSTER SLOTS");
+        assert_non_null(slots);
+        bool all = slots->type == REDIS_REPLY_ARRAY && slots->elements > 0;
+        for (size_t i = 0; all && i < slots->elements; i++)
+            all = slots->element[i]->elements >= 4;
+        freeReplyObject(slots);
+        if (all)
+            return;
+        if (test_now_ms() > until)
+            fail_msg("CLUSTER SLOTS lists no replica for some master after 30 s");
+        test_sleep_ms(50);
+    }
+}
+
+static void test_doctor_cluster_checks_every_node_naming_the_one_misconfigured(void **state) {
+    (void)state;
+    REQUIRE_CLI();
+    test_watchdog_arm(BUDGET_S * 2, __func__);
+    cluster_fixture *fx = NULL;
+    assert_int_equal(cluster_fixture_start(NULL, &fx), 0);
+    wait_slots_list_replicas(fx);
+    char *url = topo_asprintf("redis-cluster://%s", cluster_fixture_hosts(fx));
+    int bad_master = -1, bad_replica = -1;
+    for (int i = 0; i < CLUSTER_FIXTURE_NODES; i++) {
+        if (cluster_fixture_is_master(fx, i) && bad_master < 0 && i > 0)
+            bad_master = i;
+        else if (!cluster_fixture_is_master(fx, i) && bad_replica < 0)
+            bad_replica = i;
+    }
+    assert_true(bad_master > 0 && bad_replica >= 0);
+
+    /* one master evicts; one replica's user lacks a word of the rule (+hincrby): ACLs are
+     * each node's own */
+    freeReplyObject(redis_fixture_cmd(cluster_fixture_node(fx, bad_master),
+                                      "CONFIG SET maxmemory-policy allkeys-lru"));
+    char *single[ACL_RULE_WORDS_MAX], *cluster[ACL_RULE_WORDS_MAX];
+    int n_single = acl_rule_words("single", USER, PASSWORD, PREFIX, single);
+    int n_cluster = acl_rule_words("cluster", USER, PASSWORD, PREFIX, cluster);
+    for (int i = 0; i < CLUSTER_FIXTURE_NODES; i++) {
+        redis_fixture *node = cluster_fixture_node(fx, i);
+        const char *argv[ACL_RULE_WORDS_MAX];
+        int argc = 0;
+        for (int k = 0; k < n_single; k++)
+            if (i != bad_replica || strcmp(single[k], "+hincrby") != 0)
+                argv[argc++] = single[k];
+        freeReplyObject(redis_fixture_cmd_argv(node, argc, argv, NULL));
+        freeReplyObject(redis_fixture_cmd_argv(node, n_cluster, (const char **)cluster, NULL));
+    }
+    long long dirty[CLUSTER_FIXTURE_NODES], keys[CLUSTER_FIXTURE_NODES];
+    cluster_counts(fx, dirty, keys);
+
+    cli_result r = DLOCK_CLI_RUN(NULL, 60000, "doctor", "--user", USER, url);
+    ASSERT_STATUS(r, 1);
+    char bad_master_label[64], bad_replica_label[64];
+    snprintf(bad_master_label, sizeof(bad_master_label), "127.0.0.1:%d (master): allkeys-lru",
+             cluster_fixture_port(fx, bad_master));
+    snprintf(bad_replica_label, sizeof(bad_replica_label), "127.0.0.1:%d (replica)",
+             cluster_fixture_port(fx, bad_replica));
+    /* the failing node first on its check's line, the five others after it */
+    char *eviction = line_of(r.out, "maxmemory-policy");
+    ASSERT_CONTAINS(eviction, "fail  maxmemory-policy       ");
+    ASSERT_CONTAINS(eviction, bad_master_label);
+    ASSERT_CONTAINS(eviction, "noeviction");
+    ASSERT_CONTAINS(eviction, "-> CONFIG SET maxmemory-policy noeviction");
+    free(eviction);
+    char *acl = line_of(r.out, "acl: lock scripts");
+    ASSERT_CONTAINS(acl, "fail  acl: lock scripts");
+    ASSERT_CONTAINS(acl, bad_replica_label);
+    ASSERT_CONTAINS(acl, "hincrby (");
+    free(acl);
+    /* every other check: all six nodes, or the masters, saw the same or each said its own */
+    char *server = line_of(r.out, "server");
+    ASSERT_CONTAINS(server, "all 6 nodes: Redis ");
+    free(server);
+    char *replicas = line_of(r.out, "replicas");
+    for (int i = 0; i < CLUSTER_FIXTURE_NODES; i++) {
+        char label[64];
+        snprintf(label, sizeof(label), "127.0.0.1:%d (master)", cluster_fixture_port(fx, i));
+        if (cluster_fixture_is_master(fx, i) && !strstr(replicas, label) &&
+            !strstr(replicas, "all 3 nodes asked"))
+            fail_msg("replicas does not name master %s:\n%s", label, replicas);
+    }
+    assert_null(strstr(replicas, "(replica)")); /* a replica is not asked about WAIT */
+    free(replicas);
+    ASSERT_CONTAINS(r.out, "  cluster slots          16384 of 16384 slots served");
+    cli_result_free(&r);
+
+    /* doctor wrote nothing on any node */
+    long long dirty_after[CLUSTER_FIXTURE_NODES], keys_after[CLUSTER_FIXTURE_NODES];
+    cluster_counts(fx, dirty_after, keys_after);
+    for (int i = 0; i < CLUSTER_FIXTURE_NODES; i++) {
+        assert_int_equal(dirty_after[i], dirty[i]);
+        assert_int_equal(keys_after[i], keys[i]);
+    }
+
+    /* mended, it passes */
+    freeReplyObject(redis_fixture_cmd(cluster_fixture_node(fx, bad_master),
+                                      "CONFIG SET maxmemory-policy noeviction"));
+    freeReplyObject(
+        redis_fixture_cmd(cluster_fixture_node(fx, bad_replica), "ACL SETUSER %s +hincrby", USER));
+    r = DLOCK_CLI_RUN(NULL, 60000, "doctor", "--user", USER, url);
+    ASSERT_STATUS(r, 0);
+    assert_no_fail_line(&r);
+    cli_result_free(&r);
+
+    /* a node without the user at all: a failure naming it, not "cannot check" */
+    freeReplyObject(
+        redis_fixture_cmd(cluster_fixture_node(fx, bad_replica), "ACL DELUSER %s", USER));
+    r = DLOCK_CLI_RUN(NULL, 60000, "doctor", "--user", USER, url);
+    ASSERT_STATUS(r, 1);
+    acl = line_of(r.out, "acl");
+    ASSERT_CONTAINS(acl, "fail  acl ");
+    ASSERT_CONTAINS(acl, bad_replica_label);
+    ASSERT_CONTAINS(acl, "user " USER " does not exist here");
+    free(acl);
+    cli_result_free(&r);
+    acl_rule_words_free(single, n_single);
+    acl_rule_words_free(cluster, n_cluster);
+    free(url);
+    cluster_fixture_stop(fx);
+}
+
 /* ---- TLS ------------------------------------------------------------------------------------- */
 
 static void test_doctor_tls_reads_when_the_certificate_expires(void **state) {
@@ -361,6 +509,8 @@ int main(void) {
         cmocka_unit_test_teardown(test_doctor_writes_nothing, kill_spawned),
         cmocka_unit_test_teardown(test_doctor_cluster_slots_served_and_sharded_pubsub_checked,
                                   kill_spawned),
+        cmocka_unit_test_teardown(
+            test_doctor_cluster_checks_every_node_naming_the_one_misconfigured, kill_spawned),
         cmocka_unit_test_teardown(test_doctor_tls_reads_when_the_certificate_expires, kill_spawned),
         cmocka_unit_test_teardown(test_doctor_sentinels_agree_then_one_down_then_one_disagrees,
                                   kill_spawned),

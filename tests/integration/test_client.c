@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "core.h"
+#include "client/client.h"
 #include "core_call.h"
 #include "dlock.h"
 #include "harness.h"
@@ -242,7 +242,7 @@ static void test_command_connection_killed_mid_run_later_calls_succeed(void **st
     assert_true(ok > 0);
     assert_int_equal(other, 0); /* every call returned OK or DLOCK_ECONN */
     bool reconnected = false;   /* the last reconnect may be under way */
-    POLL_UNTIL(reconnected, c->conn.reconnects >= 5, test_slack_ms(5000));
+    POLL_UNTIL(reconnected, DLOCK__NET(c)->conn.reconnects >= 5, test_slack_ms(5000));
     assert_true(reconnected);
     for (int i = 0; i < 20; i++)
         assert_int_equal(dlock_client_ping(c), DLOCK_OK);

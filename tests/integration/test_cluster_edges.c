@@ -30,7 +30,7 @@
 
 #include "cli_run.h"
 #include "client_node.h"
-#include "cluster.h"
+#include "topology/cluster.h"
 #include "core_call.h"
 #include "dlock.h"
 #include "harness.h"

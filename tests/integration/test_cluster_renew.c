@@ -33,7 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster.h"
+#include "client/client.h"
 #include "cluster_fixture.h"
 #include "core_call.h"
 #include "harness.h"
@@ -194,8 +194,8 @@ typedef struct tick_state {
 
 static void read_ticks(dlock_client *c, void *arg) {
     tick_state *t = arg;
-    t->ticks = c->renew.ticks;
-    t->settled = c->renew.renew_answers == c->renew.renew_calls;
+    t->ticks = DLOCK__ENGINE(c)->renew.ticks;
+    t->settled = DLOCK__ENGINE(c)->renew.renew_answers == DLOCK__ENGINE(c)->renew.renew_calls;
 }
 
 static tick_state ticks_of(dlock_client *c) {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* test_loop_lending_threads.c — a blocking call started on the caller's own thread (the I/O thread
- * lends its loop while it sleeps in the poll: src/core/loop.h) behaves as one started on the
+ * lends its loop while it sleeps in the poll: src/core/loop/loop.h) behaves as one started on the
  * I/O thread:
  *   - a reply timeout it arms is kept even when the poll was sleeping toward a later time
  *     (the poll is woken when a borrower changes the loop's timers);

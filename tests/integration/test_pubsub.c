@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_pubsub.c — the pub/sub router (src/core/pubsub.c) against a real redis-server.
+/* test_pubsub.c — the pub/sub router (src/core/net/pubsub.c) against a real redis-server.
  *
  * What is proven: a listener gets every PUBLISH on its channel, byte for byte, after its
  * on_ready; listeners of one channel share one SUBSCRIBE and the channel is unsubscribed
@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core.h"
+#include "client/client.h"
 #include "core_call.h"
 #include "harness.h"
 #include "redis_fixture.h"

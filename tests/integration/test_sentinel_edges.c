@@ -341,6 +341,37 @@ static void test_one_sentinels_bogus_switch_does_not_shut_out_the_real_master(vo
     redis_fixture_stop(fake[1]);
 }
 
+/* ---- a sentinel named by a 255-byte host --------------------------------------------------- */
+
+/* A host name may be 255 bytes (DNS; Redis takes as much). glibc reads a dotted number with
+ * leading zeros as octal, so 246 zeros and "177.0.0.1" is a 255-byte name of 127.0.0.1 that
+ * needs no DNS server. When no sentinel can be asked, the error says what each said, naming
+ * it whole: its address was once written into 160-byte buffers and came out cut in the
+ * middle of the name. The port is one that listened a moment ago and is closed now. */
+static void test_a_sentinel_named_by_a_255_byte_host_is_named_whole(void **state) {
+    (void)state;
+    test_watchdog_arm(60, __func__);
+    char host[256];
+    memset(host, '0', 246);
+    strcpy(host + 246, "177.0.0.1");
+    assert_int_equal(strlen(host), 255);
+    int port;
+    close(silent_listener(&port));
+    char *url = topo_asprintf("redis-sentinel://%s:%d/mymaster", host, port);
+    char *where = topo_asprintf("%s:%d", host, port);
+    dlock_options o;
+    dlock_options_init(&o);
+    o.url = url;
+    o.connect_timeout_ms = test_prompt_ms();
+    dlock_client *c = NULL;
+    ASSERT_RC(dlock_client_new(&o, &c), DLOCK_ECONN);
+    printf("# %s\n", dlock_last_error());
+    if (!strstr(dlock_last_error(), where))
+        fail_msg("the error does not name the sentinel %s whole: %s", where, dlock_last_error());
+    free(where);
+    free(url);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_silent_sentinels_cost_one_connect_timeout_not_one_each),
@@ -349,6 +380,7 @@ int main(void) {
         cmocka_unit_test(test_a_sentinel_host_with_a_space_or_an_escape_is_einval),
         cmocka_unit_test(test_a_sentinel_answer_with_a_nul_or_a_signed_port_is_no_address),
         cmocka_unit_test(test_one_sentinels_bogus_switch_does_not_shut_out_the_real_master),
+        cmocka_unit_test(test_a_sentinel_named_by_a_255_byte_host_is_named_whole),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -339,6 +339,15 @@ static void assert_exposition_says(const exposition *e, const dlock_stats *s) {
                      (double)s->acquire_failures[slot]);
     }
     assert_int_equal(s->acquire_failures[0], 0); /* no code="other" sample then */
+    static const char *const kinds[] = {DLOCK_STATS_KIND_NAMES};
+    size_t nkinds = sizeof(kinds) / sizeof(kinds[0]);
+    for (size_t k = 1; k < nkinds; k++) {
+        assert_value(sample_with(e, "dlock_acquire_timeouts_total", "kind", kinds[k]),
+                     (double)s->acquire_timeouts_by_kind[k]);
+        assert_value(sample_with(e, "dlock_acquire_errors_total", "kind", kinds[k]),
+                     (double)s->acquire_errors_by_kind[k]);
+    }
+    assert_int_equal(s->acquire_timeouts_by_kind[0] + s->acquire_errors_by_kind[0], 0);
     static const double bounds_us[] = {DLOCK_STATS_WAIT_BOUNDS_US};
     uint64_t cumulative = 0;
     for (size_t i = 0; i < DLOCK_STATS_WAIT_BUCKETS; i++) {
@@ -356,8 +365,9 @@ static void assert_exposition_says(const exposition *e, const dlock_stats *s) {
     assert_value(sample_with(e, "dlock_acquire_wait_seconds_sum", NULL, NULL),
                  (double)s->acquire_wait_sum_us / 1e6);
     /* every sample is one of those checked above */
-    assert_int_equal(e->nsamples, 12 + failure_samples + DLOCK_STATS_WAIT_BUCKETS + 2);
-    assert_int_equal(e->nfamilies, 14);
+    assert_int_equal(e->nsamples,
+                     12 + failure_samples + 2 * (nkinds - 1) + DLOCK_STATS_WAIT_BUCKETS + 2);
+    assert_int_equal(e->nfamilies, 16);
 }
 
 /* A lease renewed and then lost to a force release, a waiter woken by a message, both
@@ -401,6 +411,7 @@ static void test_exposition_parses_and_says_what_client_stats_says(void **state)
     assert_true(before.wakes >= 1);
     assert_int_equal(before.leases_lost, 1);
     assert_int_equal(before.acquire_failures[-DLOCK_ETIMEDOUT], 1);
+    assert_int_equal(before.acquire_timeouts_by_kind[1], 1); /* kind "lock" */
     uint64_t obtained = 0;
     for (size_t i = 0; i < DLOCK_STATS_WAIT_BUCKETS; i++)
         obtained += before.acquire_wait_buckets[i];
@@ -420,7 +431,8 @@ static void test_exposition_parses_and_says_what_client_stats_says(void **state)
     assert_exposition_says(e, &after);
     for (size_t i = 0; i < e->nsamples; i++) {
         assert_int_equal(e->samples[i].nlabels, 1 + (label_of(&e->samples[i], "code") != NULL) +
-                                                    (label_of(&e->samples[i], "le") != NULL));
+                                                    (label_of(&e->samples[i], "le") != NULL) +
+                                                    (label_of(&e->samples[i], "kind") != NULL));
         assert_string_equal(e->samples[i].label_name[0], "service");
         assert_string_equal(e->samples[i].label_value[0], "checkout");
     }
@@ -520,8 +532,8 @@ static void test_bad_label_names_are_einval_and_write_nothing(void **state) {
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
     dlock_client *c = connect_client(f);
-    const char *bad_names[] = {"",    "1st", "a-b", "a b", "__name__", "__", "caf\xc3\xa9",
-                               "a:b", "le",  "code"}; /* the last two: dlock's own labels */
+    const char *bad_names[] = {"",    "1st", "a-b",  "a b", "__name__", "__", "caf\xc3\xa9",
+                               "a:b", "le",  "code", "kind"}; /* the last three: dlock's own */
     for (size_t i = 0; i < sizeof(bad_names) / sizeof(bad_names[0]); i++) {
         dlock_metric_label labels[] = {{"service", "ok"}, {bad_names[i], "v"}};
         assert_refused(c, labels, 2);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_wait.c — the waiting engine (src/core/wait.c) against a real redis-server.
+/* test_wait.c — the waiting engine (src/core/engine/wait.c) against a real redis-server.
  *
  * A test waiter stands in for a primitive: its object is "free" when a key exists, so an
  * attempt is `EXISTS key` (1: obtained; 0: DLOCK__BUSY with the waiter's hint), and a

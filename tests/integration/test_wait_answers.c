@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "dlock.h"
-#include "core.h"
+#include "client/client.h"
 #include "harness.h"
 #include "redis_fixture.h"
 #include "reply_injector.h"

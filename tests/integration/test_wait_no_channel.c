@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_wait_no_channel.c — the waiting engine (src/core/wait.c) for an object that
+/* test_wait_no_channel.c — the waiting engine (src/core/engine/wait.c) for an object that
  * publishes nothing (channel NULL, as the spin lock waits), against a real redis-server.
  *
  * The test waiter of tests/support/wait_helpers.h stands in for the primitive: its object

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_wait_turns.c — the waiting engine's turns (src/core/wait.c): a message on the waiting
+/* test_wait_turns.c — the waiting engine's turns (src/core/engine/wait.c): a message on the waiting
  * channel that the object said, just before it on the turn channel, is the turn of another
  * client's owner wakes none of this client's waiters; a turn of one of its own owners, and a
  * message without a turn, wake as ever, and a turn that names one of its waiters wakes that

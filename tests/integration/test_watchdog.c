@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_watchdog.c — the watchdog (src/core/renew.c) against a real redis-server.
+/* test_watchdog.c — the watchdog (src/core/engine/renew.c) against a real redis-server.
  *
  * A lease here is what a lock's acquire leaves in Redis: a hash with one owner field and a
  * PEXPIRE of watchdog_ms, created by the test through the fixture, then registered with
@@ -32,7 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core.h"
+#include "client/client.h"
 #include "core_call.h"
 #include "harness.h"
 #include "redis_fixture.h"
@@ -226,11 +226,11 @@ typedef struct renew_view {
 
 static void read_renew_view(dlock_client *c, void *arg) {
     renew_view *v = arg;
-    v->ticks = c->renew.ticks;
-    v->calls = c->renew.renew_calls;
-    v->held = c->renew.held_count;
-    v->inflight = c->conn.inflight.count;
-    v->pending = c->conn.pending.count;
+    v->ticks = DLOCK__ENGINE(c)->renew.ticks;
+    v->calls = DLOCK__ENGINE(c)->renew.renew_calls;
+    v->held = DLOCK__ENGINE(c)->renew.held_count;
+    v->inflight = DLOCK__NET(c)->conn.inflight.count;
+    v->pending = DLOCK__NET(c)->conn.pending.count;
 }
 
 static renew_view renew_view_of(dlock_client *c) {
@@ -547,8 +547,8 @@ typedef struct drop_in_flight {
 
 static void drop_first_while_renewing(dlock_client *c, void *arg) {
     drop_in_flight *d = arg;
-    d->ticks = c->renew.ticks;
-    d->inflight = c->conn.inflight.count;
+    d->ticks = DLOCK__ENGINE(c)->renew.ticks;
+    d->inflight = DLOCK__NET(c)->conn.inflight.count;
     dlock__lease_drop(leases[0].lease);
     leases[0].lease = NULL;
 }

@@ -11,6 +11,9 @@
  *    dlock waiter queued behind it must still be served in its turn, before the Redisson
  *    waiter that queued after it.
  *
+ * It takes ~35 s: in 1 the Redisson reader holds for TEST_SLOW_MS (30 s), so that every check
+ * falls inside its hold however loaded the machine is.
+ *
  * Skipped (exit 77, the reason printed) without $DLOCK_REDISSON_CLI. */
 #include <pthread.h>
 #include <setjmp.h>
@@ -52,8 +55,13 @@ test_dlock_writer_never_enters_beside_a_redisson_reader_whose_timeout_key_its_wa
     ASSERT_RC(dlock_lock_acquire(dlock_rwlock_read(rd), DLOCK_WATCHDOG), DLOCK_OK);
     ASSERT_RC(dlock_lock_acquire(dlock_rwlock_read(rd), DLOCK_WATCHDOG), DLOCK_OK);
 
+    /* The reader holds for TEST_SLOW_MS: every check below must fall inside its hold, and a
+     * loaded machine once took more than the 6 s it held before (the writer then got in
+     * after the reader had simply left). */
     rj_peer j;
-    rj_start(&j, f, "reader", 900, (const char *const[]){"read", "rw", "6000", NULL});
+    char hold[24];
+    snprintf(hold, sizeof(hold), "%d", TEST_SLOW_MS);
+    rj_start(&j, f, "reader", 900, (const char *const[]){"read", "rw", hold, NULL});
     char line[LINE_MAX_LEN], field[128], key[256];
     rj_wait_line(&j, "acquired", peer_ms(0), line, sizeof(line));
     rj_string(line, "field", field, sizeof(field));
@@ -75,7 +83,7 @@ test_dlock_writer_never_enters_beside_a_redisson_reader_whose_timeout_key_its_wa
     ASSERT_RC(dlock_lock_try_acquire(dlock_rwlock_write(rw), 1500, 30000), DLOCK_ETIMEDOUT);
     assert_false(rj_find(&j, "released", line, sizeof(line)));
     /* the Redisson reader ends its hold normally (exit 4 would mean it was lost) */
-    assert_int_equal(rj_wait_exit(&j, peer_ms(6000)), 0);
+    assert_int_equal(rj_wait_exit(&j, peer_ms(TEST_SLOW_MS)), 0);
     ASSERT_RC(dlock_lock_try_acquire(dlock_rwlock_write(rw), slack_ms(2000), 30000), DLOCK_OK);
     ASSERT_RC(dlock_lock_release(dlock_rwlock_write(rw)), DLOCK_OK);
 

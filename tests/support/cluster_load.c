@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "cluster.h"
+#include "topology/cluster.h"
 #include "topology_util.h"
 
 int cluster_group_setup(void **state) {
@@ -44,6 +44,14 @@ void cluster_masters(cluster_fixture *f, int masters[3]) {
             masters[found++] = i;
     if (found != 3)
         fail_msg("the cluster has %d masters that answer, expected 3", found);
+}
+
+int cluster_next_master(const int masters[3], int from) {
+    for (int i = 0; i < 3; i++)
+        if (masters[i] == from)
+            return masters[(i + 1) % 3];
+    fail_msg("node %d is no master", from);
+    return -1;
 }
 
 void cluster_name_on(cluster_fixture *f, const char *prefix, int master, char *buf, size_t size) {

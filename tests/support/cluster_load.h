@@ -40,6 +40,9 @@ dlock_client *cluster_client(cluster_fixture *f, test_client_cfg cfg);
 /* The indexes of the three masters, in node order. */
 void cluster_masters(cluster_fixture *f, int masters[3]);
 
+/* The master after `from` in masters' order (a slot's next owner in a migration). */
+int cluster_next_master(const int masters[3], int from);
+
 /* The first "<prefix>-<n>", n = 0, 1, ..., whose slot node `master` serves, in buf. */
 void cluster_name_on(cluster_fixture *f, const char *prefix, int master, char *buf, size_t size);
 

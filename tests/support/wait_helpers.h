@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core.h"
+#include "client/client.h"
 #include "core_call.h"
 #include "harness.h"
 #include "redis_fixture.h"
@@ -88,7 +88,7 @@ static inline void on_hold_over(dlock__timer *timer, void *arg) {
 static inline void hold_until(test_waiter *t, int64_t due_ms, int status, int64_t hint) {
     t->held_status = status;
     t->held_hint = hint;
-    dlock__timer_start_at(&t->w.client->sched, &t->hold, due_ms);
+    dlock__timer_start_at(&DLOCK__NET(t->w.client)->sched, &t->hold, due_ms);
 }
 
 /* How late a held-back answer reaches the engine: long enough (seconds) that what the test
@@ -326,9 +326,9 @@ typedef struct core_view {
 
 static inline void read_core_view(dlock_client *c, void *arg) {
     core_view *v = arg;
-    v->queues = c->waits.queues.count;
-    v->channels = c->pubsub.channels.count;
-    v->subscriber_state = (int)c->pubsub.link.state;
+    v->queues = DLOCK__ENGINE(c)->waits.queues.count;
+    v->channels = DLOCK__NET(c)->pubsub.channels.count;
+    v->subscriber_state = (int)DLOCK__NET(c)->pubsub.link.state;
 }
 
 static inline core_view core_view_of(dlock_client *c) {

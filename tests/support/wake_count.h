@@ -23,8 +23,8 @@
 
 #include "dlock.h"
 
-/* DLOCK__RECHECK_MS (src/core/dlock_int.h), which the public headers do not give: a sleeping
- * semaphore, permit or latch waiter looks again this long after its last attempt. */
+/* DLOCK__RECHECK_MS (src/core/include/dlock_int.h), which the public headers do not give: a
+ * sleeping semaphore, permit or latch waiter looks again this long after its last attempt. */
 #define TEST_RECHECK_MS 5000
 
 /* The waiters a message has woken in c so far (dlock_stats.wakes). */

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "cluster.h"
+#include "client/client.h"
 
 /* ---- slots ------------------------------------------------------------------------------- */
 
@@ -99,6 +99,36 @@ static void test_bad_cluster_urls_are_einval_saying_why(void **state) {
     expect_bad("redis-clusters://h1", "scheme");
 }
 
+/* ---- one node's URL (dlock doctor asks every node) ----------------------------------------- */
+
+static void expect_node_url(const char *url, const char *host, int port, const char *want) {
+    char *node = NULL;
+    assert_int_equal(dlock__cluster_node_url(url, host, port, &node), DLOCK_OK);
+    assert_string_equal(node, want);
+    dlock__endpoint ep;
+    char err[200];
+    if (dlock__url_parse(node, &ep, err, sizeof(err)) != DLOCK_OK)
+        fail_msg("%s does not parse: %s", node, err);
+    assert_string_equal(ep.host, host);
+    assert_int_equal(ep.port, port);
+    dlock__endpoint_free(&ep);
+    dlock__free(node);
+}
+
+static void test_cluster_node_url_keeps_credentials_tls_and_query(void **state) {
+    (void)state;
+    expect_node_url("redis-cluster://app:s3cret@10.0.0.1:7000,10.0.0.2?sync_replicas=1", "10.0.0.9",
+                    7005, "redis://app:s3cret@10.0.0.9:7005?sync_replicas=1");
+    expect_node_url("rediss-cluster://h1:7000?insecure=1", "h6", 7006,
+                    "rediss://h6:7006?insecure=1");
+    expect_node_url("redis-cluster://h1", "::1", 7002, "redis://[::1]:7002");
+    char *node = NULL;
+    assert_int_equal(dlock__cluster_node_url("redis://h1", "h2", 1, &node), DLOCK_EINVAL);
+    assert_int_equal(dlock__cluster_node_url("redis-cluster://h1", "h2", 0, &node), DLOCK_EINVAL);
+    assert_int_equal(dlock__cluster_node_url("redis-cluster://h1", "", 7000, &node), DLOCK_EINVAL);
+    assert_null(node);
+}
+
 /* ---- the scripts' Cluster texts ---------------------------------------------------------- */
 
 static void test_cluster_scripts_publish_sharded_and_allow_cross_slot_keys(void **state) {
@@ -125,8 +155,8 @@ static void test_cluster_scripts_publish_sharded_and_allow_cross_slot_keys(void 
 }
 
 /* The KEYS a Cluster client passes undeclared, the build's reading of each script header's
- * [unstored] tags: exactly the channels (and the read-write lock's name base) of today's
- * scripts, and every KEYS[i] a script publishes to. */
+ * [unstored] tags: exactly the channels, the read-write lock's name base and the lock's
+ * hand-off keys of today's scripts, and every KEYS[i] a script publishes to. */
 static void test_undeclared_cluster_keys_are_the_channels_of_each_header(void **state) {
     (void)state;
     static const struct {
@@ -134,10 +164,11 @@ static void test_undeclared_cluster_keys_are_the_channels_of_each_header(void **
         unsigned positions;
     } expected[] = {
         {"fairlock/fair", 1u << 4},
-        {"lock/acquire", 1u << 2 | 1u << 3}, /* the hand-off marker and queue, never touched
-                                                 in a Cluster */
+        {"lock/acquire", 1u << 2 | 1u << 3}, /* the hand-off marker and queue: usually absent,
+                                                 touched only outside a migration */
         {"lock/force_release", 1u << 2},
-        {"lock/release", 1u << 2 | 1u << 5}, /* never passed marker and queue there */
+        {"lock/handoff_drop_cluster", 1u << 2 | 1u << 3}, /* the same, N declared to route it */
+        {"lock/release", 1u << 2 | 1u << 3 | 1u << 4 | 1u << 5}, /* the same, and channels */
         {"rwlock/rw", 1u << 2 | 1u << 4},
         {"semaphore/latch_count_down", 1u << 2},
         {"semaphore/latch_try_set", 1u << 2},
@@ -168,6 +199,7 @@ int main(void) {
         cmocka_unit_test(test_slot_follows_the_hash_tag_rule),
         cmocka_unit_test(test_cluster_url_gives_every_seed_and_the_nodes_settings),
         cmocka_unit_test(test_bad_cluster_urls_are_einval_saying_why),
+        cmocka_unit_test(test_cluster_node_url_keeps_credentials_tls_and_query),
         cmocka_unit_test(test_cluster_scripts_publish_sharded_and_allow_cross_slot_keys),
         cmocka_unit_test(test_undeclared_cluster_keys_are_the_channels_of_each_header),
     };

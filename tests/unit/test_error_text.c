@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "core.h"
+#include "client/client.h"
 
 static bool ends_with(const char *s, const char *end) {
     size_t n = strlen(s), m = strlen(end);

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "core.h"
+#include "client/client.h"
 
 static void test_defaults_are_the_documented_ones(void **state) {
     (void)state;

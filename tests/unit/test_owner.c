@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "core.h"
+#include "client/client.h"
 
 enum { THREADS = 32 };
 static uint64_t ids[THREADS];

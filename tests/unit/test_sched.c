@@ -12,7 +12,7 @@
 #include <cmocka.h>
 #include <ev.h> /* the test drives a real libev loop; the core keeps it behind loop.h */
 
-#include "core.h"
+#include "client/client.h"
 
 static int64_t fake_now;
 static int64_t fake_clock(void) {

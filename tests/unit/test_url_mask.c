@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "core.h"
+#include "client/client.h"
 
 static void expect_masked(const char *url, const char *want) {
     char buf[256];

@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "core.h"
+#include "client/client.h"
 
 static const char *const every_scheme[] = {
     "redis://",           "rediss://",        "unix://",           "redis-sentinel://",

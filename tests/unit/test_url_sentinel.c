@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "sentinel.h"
+#include "topology/sentinel.h"
 
 static dlock__sentinel_url parse_ok(const char *url) {
     dlock__sentinel_url u;

@@ -9,8 +9,8 @@
 
 #include <cmocka.h>
 
-#include "core.h"
-#include "sentinel.h"
+#include "client/client.h"
+#include "topology/sentinel.h"
 
 static dlock__endpoint parse_ok(const char *url) {
     dlock__endpoint ep;

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "core.h"
+#include "client/client.h"
 
 static dlock__endpoint parse_ok(const char *url) {
     dlock__endpoint ep;

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+/* engine.h — the engine floor: what every primitive's call runs on. The waiting engine
+ * (wait.c), the watchdog (renew.c), the submit door between the caller's thread and the
+ * loop (submit.c), handles (handle.c), an op's failure texts (op_error.c) and the
+ * object-and-call helper of the non-lock primitives (object.c); and the client's engine
+ * part. Their faces for the primitives are in dlock_int.h and dlock_object.h. */
+#ifndef DLOCK_CORE_ENGINE_H
+#define DLOCK_CORE_ENGINE_H
+
+#include <pthread.h>
+
+#include "topology/topology.h"
+
+/* ---- the waiting engine (wait.c) -------------------------------------------------------- */
+
+typedef struct dlock__waits {
+    dlock__map queues;         /* channel -> wait queue */
+    dlock__waiter *no_channel; /* the waits without a channel (they sleep at their hint) */
+    bool turns_refused;        /* the server refused a turn channel: ask for none again */
+} dlock__waits;
+
+void dlock__waits_init(dlock__waits *w);
+
+void dlock__waits_close(dlock__waits *w, dlock_client *c); /* cancels every waiter */
+
+/* ---- the watchdog registry (renew.c) ---------------------------------------------------- */
+
+typedef struct dlock__renew {
+    dlock__lease *held_head, *held_tail; /* held leases, ordered by confirmed_until_ms */
+    dlock__lease *pending;               /* registered, acquire not yet confirmed */
+    size_t held_count;
+    dlock__timer tick_timer;
+    dlock__timer expiry_timer;   /* the earliest confirmed_until_ms */
+    uint64_t ticks, renew_calls; /* counters for tests and diagnostics */
+    uint64_t renew_answers;      /* renew_calls settled (answered, failed or canceled) */
+} dlock__renew;
+
+void dlock__renew_init(dlock__renew *r, dlock_client *c);
+/* The shortest lease the watchdog keeps or is about to keep (an acquire in flight), 0 when
+ * it keeps none; each is watchdog_ms long. The client gives it to the net floor as a hook
+ * (dlock__client_net.shortest_lease_ms): the links' reconnect backoff stays below a third
+ * of it (link.c). */
+int64_t dlock__renew_shortest_lease_ms(const dlock_client *c);
+void dlock__renew_close(dlock__renew *r, dlock_client *c); /* forgets every lease, no callback */
+/* Renews every held lease now, not at the next tick (the client landed on a new master). */
+void dlock__renew_now(dlock_client *c);
+
+/* ---- the submit door (submit.c) --------------------------------------------------------- */
+
+typedef struct dlock__submit {
+    pthread_mutex_t mu;
+    dlock__op *head, *tail;
+    dlock__loop_wake wakeup;
+    dlock__op *done; /* blocking calls completed, to wake when the loop is let go (under mu) */
+} dlock__submit;
+
+void dlock__submit_init(dlock__submit *s, dlock_client *c);
+void dlock__submit_close(dlock__submit *s, dlock_client *c); /* completes queued ops: ECANCELED */
+/* Wakes the callers of the blocking calls completed so far (the loop share's hook, run
+ * whenever the loop is let go: loop.h). arg: the client's dlock__submit. */
+void dlock__submit_wake_callers(void *arg);
+
+/* ---- handles (handle.c) ---------------------------------------------------------------- */
+
+/* dlock_last_error() of a call on a freed handle (handle.c, and submit.c, which checks it
+ * under the lock that orders it before the handle's free). */
+#define DLOCK__HANDLE_CLOSED_TEXT "the handle has been freed: it takes no more calls"
+
+/* ---- the client's engine part ------------------------------------------------------------- */
+
+typedef struct dlock__client_engine {
+    dlock__client_topology topology; /* first: see base.h */
+    bool own_loop;                   /* the blocking face: the client runs its own loop */
+    dlock__loop_share loop_share;    /* own_loop: lent to the calling threads (loop.h) */
+    pthread_t loop_thread;
+    int callback_depth; /* > 0 while a user callback runs (async face) */
+    dlock__submit submit;
+    dlock__waits waits;
+    dlock__renew renew;
+    dlock__map shared; /* object key -> state shared by its handles */
+} dlock__client_engine;
+
+#define DLOCK__ENGINE(c) DLOCK__PART(dlock__client_engine, c)
+
+#endif
