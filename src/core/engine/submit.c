@@ -207,7 +207,8 @@ static int lend_for(const dlock__op *op, uint64_t sent_before, uint64_t *generat
     if (DLOCK__TOPOLOGY(c)->cluster || !conn->link.sock || sent == 0)
         return -1; /* no reply of its own to read (the call needed no I/O): nothing changes */
     bool alone = sent == 1 && conn->link.state == LINK_READY && conn->inflight.count == 1 &&
-                 conn->pending.count == 0 && atomic_load(&DLOCK__BASE(c)->stats.v[DLOCK__STAT_CALLS]) == 1;
+                 conn->pending.count == 0 &&
+                 atomic_load(&DLOCK__BASE(c)->stats.v[DLOCK__STAT_CALLS]) == 1;
     *generation = conn->link.generation;
     return dlock__sock_lend(conn->link.sock, DLOCK__ENGINE(c)->loop_share.bell, alone);
 }
