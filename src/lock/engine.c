@@ -151,7 +151,7 @@ void dlock__holds_lost(hold *h, int reason) {
     c->st = st;
     c->owner = h->owner;
     c->reason = reason;
-    if (dlock__op_post(&c->op) != DLOCK_OK)
+    if (dlock__op_post_carried(&c->op) != DLOCK_OK)
         dlock__free(c);
 }
 

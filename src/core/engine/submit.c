@@ -292,6 +292,22 @@ static int start_here(dlock__op *op) {
     return rc;
 }
 
+/* Set on a thread that, reading its own reply, carried a callback to the loop thread
+ * (dlock__op_post_carried): its call returns once that callback has run, as it would
+ * have had the loop thread read the reply. */
+static _Thread_local bool carried;
+
+int dlock__op_post_carried(dlock__op *op) {
+    int rc = dlock__op_post(op);
+    if (rc == DLOCK_OK)
+        carried = true;
+    return rc;
+}
+
+static void barrier_start(dlock__op *op) {
+    dlock__op_complete(op, DLOCK_OK);
+}
+
 int dlock__op_run(dlock__op *op) {
     dlock_client *c = op->client;
     if (dlock__on_loop_thread(c))
@@ -306,6 +322,12 @@ int dlock__op_run(dlock__op *op) {
         while (sem_wait(&done) != 0)
             ; /* EINTR: keep waiting, the op is still running */
         rc = op->status;
+        if (carried) { /* an op that does nothing, queued behind what was carried */
+            carried = false;
+            dlock__op barrier;
+            dlock__op_init(&barrier, c, barrier_start);
+            (void)dlock__op_run(&barrier); /* a closing client ran or dropped it already */
+        }
         dlock__set_last_error(op->error_text);
     }
     sem_destroy(&done);
