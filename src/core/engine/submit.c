@@ -186,13 +186,6 @@ void dlock__user_callback_leave(dlock_client *c) {
     DLOCK__ENGINE(c)->callback_depth--;
 }
 
-/* Whether the call is over: its completion posts its semaphore. */
-static bool completed(const dlock__op *op) {
-    int posted = 0;
-    sem_getvalue(op->blocking_waiter, &posted);
-    return posted > 0;
-}
-
 /* The socket the call's command went out on, lent to this thread (loop.h, "the lone
  * caller"), or -1. Only for a call alone on its client that sent one command (sent since
  * sent_before) and nothing else is in flight or queued: the one reply on the socket is its
@@ -206,7 +199,10 @@ static int lend_for(const dlock__op *op, uint64_t sent_before, uint64_t *generat
     uint64_t sent = conn->commands_sent - sent_before;
     if (DLOCK__TOPOLOGY(c)->cluster || !conn->link.sock || sent == 0)
         return -1; /* no reply of its own to read (the call needed no I/O): nothing changes */
-    bool alone = sent == 1 && conn->link.state == LINK_READY && conn->inflight.count == 1 &&
+    /* one caller at a time: two polling one socket could each read the other's reply, and
+     * the one whose reply was read would sleep on; the bell wakes one of them */
+    bool alone = sent == 1 && !atomic_load(&DLOCK__ENGINE(c)->loop_share.leading) &&
+                 conn->link.state == LINK_READY && conn->inflight.count == 1 &&
                  conn->pending.count == 0 &&
                  atomic_load(&DLOCK__BASE(c)->stats.v[DLOCK__STAT_CALLS]) == 1;
     *generation = conn->link.generation;
@@ -231,6 +227,8 @@ static void read_own_reply(dlock__op *op, int fd, uint64_t generation) {
     dlock_client *c = op->client;
     dlock__loop_share *share = &DLOCK__ENGINE(c)->loop_share;
     for (;;) {
+        /* the call is over when its completion uncounted it (under the loop: its
+         * semaphore may be posted later, by whichever thread lets go of the loop next) */
         struct pollfd ready[2] = {{.fd = fd, .events = POLLIN},
                                   {.fd = share->bell, .events = POLLIN}};
         if (poll(ready, 2, -1) < 0)
@@ -244,10 +242,11 @@ static void read_own_reply(dlock__op *op, int fd, uint64_t generation) {
             dlock__sock_read_lent(sock); /* may free sock */
         bool lent = still_lent(c, generation) != NULL;
         bool due = DLOCK__NET(c)->conn.inflight.count > 0 || DLOCK__NET(c)->conn.pending.count > 0;
+        bool over = !op->counted;
         dlock__loop_give_back(share); /* wakes this call's semaphore if it is over */
         if (!lent)
             return;
-        if (!completed(op)) {
+        if (!over) {
             if (due)
                 continue; /* (the rest of) a reply of its own */
             return;       /* waiting for something else than a reply: a message, a timer */
@@ -286,9 +285,13 @@ static int start_here(dlock__op *op) {
         op->start(op);
         lent_fd = lend_for(op, sent_before, &generation);
     }
-    dlock__loop_give_back(&DLOCK__ENGINE(c)->loop_share);
     if (lent_fd >= 0)
+        atomic_store(&DLOCK__ENGINE(c)->loop_share.leading, true); /* under the loop */
+    dlock__loop_give_back(&DLOCK__ENGINE(c)->loop_share);
+    if (lent_fd >= 0) {
         read_own_reply(op, lent_fd, generation);
+        atomic_store(&DLOCK__ENGINE(c)->loop_share.leading, false);
+    }
     return rc;
 }
 

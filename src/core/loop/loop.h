@@ -98,6 +98,7 @@ typedef struct dlock__loop_share {
     bool running;          /* dlock__loop_run_shared has begun and not ended; under mu */
     bool polling;          /* the I/O thread sleeps in the poll; under mu */
     int bell;              /* a caller waiting for its own reply polls it too (below); -1: none */
+    atomic_bool leading;   /* a caller waits for its own reply (below): one at a time */
     atomic_bool io_wants;  /* the poll is over, the I/O thread waits for mu: lend no more */
     bool changed;          /* the borrower changed a watcher; under mu */
     dlock__loop_fn let_go; /* runs each time the loop is let go (the poll, a give-back) */
@@ -149,7 +150,8 @@ void dlock__loop_undefer(dlock__loop *loop, dlock__loop_fn fn, void *arg);
  * caller polls beside the socket: it then leaves the reply to the I/O thread as before.
  * The caller reads with dlock__loop_take, under the same rules as a borrower; and since
  * what reacts to a reply may call the application back, those callbacks are carried to the
- * I/O thread (dlock__user_callbacks_elsewhere, dlock_int.h). */
+ * I/O thread, and the call returns after they ran (dlock__user_callbacks_elsewhere,
+ * dlock__op_post_carried: dlock_int.h). */
 
 /* Stops io without waking the poll (a lent socket: loop.h above). */
 void dlock__loop_io_lend(dlock__loop *loop, dlock__loop_io *io);

@@ -198,6 +198,7 @@ void dlock__loop_share_init(dlock__loop_share *share, dlock__loop *loop, dlock__
     share->let_go = let_go;
     share->let_go_arg = let_go_arg;
     atomic_init(&share->io_wants, false);
+    atomic_init(&share->leading, false);
     share->bell = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); /* -1: callers never lead */
     dlock__loop_wake_init(&share->nudge, nudged, NULL);
     dlock__loop_wake_start(loop, &share->nudge);
