@@ -227,8 +227,6 @@ static void read_own_reply(dlock__op *op, int fd, uint64_t generation) {
     dlock_client *c = op->client;
     dlock__loop_share *share = &DLOCK__ENGINE(c)->loop_share;
     for (;;) {
-        /* the call is over when its completion uncounted it (under the loop: its
-         * semaphore may be posted later, by whichever thread lets go of the loop next) */
         struct pollfd ready[2] = {{.fd = fd, .events = POLLIN},
                                   {.fd = share->bell, .events = POLLIN}};
         if (poll(ready, 2, -1) < 0)
@@ -242,6 +240,8 @@ static void read_own_reply(dlock__op *op, int fd, uint64_t generation) {
             dlock__sock_read_lent(sock); /* may free sock */
         bool lent = still_lent(c, generation) != NULL;
         bool due = DLOCK__NET(c)->conn.inflight.count > 0 || DLOCK__NET(c)->conn.pending.count > 0;
+        /* over once its completion uncounted it (read here, under the loop: its semaphore
+         * may be posted later, by whichever thread lets go of the loop next) */
         bool over = !op->counted;
         dlock__loop_give_back(share); /* wakes this call's semaphore if it is over */
         if (!lent)
