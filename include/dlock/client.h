@@ -177,11 +177,13 @@ typedef struct dlock_stats {
                                    (in a Cluster: every master's and shard's) */
     uint64_t messages;          /* pub/sub messages received */
     uint64_t wakes;             /* waiters a message woke (each then makes one attempt):
-                                   as it came, or a lock's release let pass 100 ms late */
+                                   as it came, or a lock's release let pass 100 ms late;
+                                   and waiters a lock's release handed the lock to (no
+                                   attempt) */
     uint64_t wakes_spared;      /* a lock's releases that woke none of this client's waiters
-                                   because the release named another client's waiter (the
-                                   hand-off: one waiter answers a release, not one in each
-                                   process) */
+                                   because the release named (handed the lock to) another
+                                   client's waiter (the hand-off: one waiter answers a
+                                   release, not one in each process) */
     /* counters (added after the ones above): how acquires and awaits of every primitive ended (the
      * calls that count in `waits`: a try with no wait included), and how long those that got the
      * object waited. A composite's member calls count on the member's client. */

@@ -34,18 +34,22 @@
 --          {0, pttl}          held by another owner; pttl is its remaining lease (the
 --                             waiter's hint), -1 if it never expires; or free but
 --                             promised to another waiter: pttl is the marker's
+--          {0, pttl, joined}  the same, and the owner waits in line: joined is its place,
+--                             the time it joined the queue in µs, which a release that
+--                             hands it the lock names (release.lua's grant)
 --
--- The hand-off (Go's sync.Mutex starvation mode, the Linux mutex's hand-off flag): taking
--- a free lock at once stays the fast path, so a releasing owner that comes back at once
--- may beat the waiter its release woke. A waiting owner that finds the lock taken joins
--- the queue, in order of arrival, and keeps its place there while it waits. The last
--- release names the queue's first waiter (release.lua) and, once that waiter has waited
--- past the bound, promises it the lock in the marker: while the marker names another
--- owner a new acquisition is refused as busy even when the lock is free. The named waiter
--- takes the lock and the marker goes with it; one that a client knowing no marker beat
--- to it goes back to the queue's head. A marker outlives no waiter by more than its
--- lifetime: a waiter that died holds nobody back after that; one that leaves takes its
--- place and any promise with it (its last attempt, or handoff_drop.lua).
+-- The hand-off (the Linux mutex's hand-off, Go's sync.Mutex starvation mode): taking a free
+-- lock at once stays the fast path. A waiting owner that finds the lock taken joins the
+-- queue, in order of arrival, and keeps its place there while it waits. The last release
+-- of holds taken while others waited hands the lock to the queue's first waiter inside its
+-- own script (release.lua's grant): the lock is never free between the two holders, so
+-- nobody can take it first. A hold this owner finds already its own (one more than the
+-- client believes) is such a grant, or a resend (below): answered alike. A grant whose heir
+-- died lapses with its short lease; a waiter that leaves takes its place with it (its last
+-- attempt, or handoff_drop.lua). The marker is a Cluster release's promise of a free lock to
+-- one waiter (elsewhere releases make none): while it names another owner a new
+-- acquisition is refused as busy even when the lock is free; the named waiter takes the
+-- lock and the marker goes with it. A marker outlives no waiter by more than its lifetime.
 -- Reentrant acquisitions (the owner holds the lock already) never look at the marker.
 -- Redisson's clients and dlock's spin lock know neither: they take a free lock as ever.
 -- Marker and queue are a fairness hint, never what mutual exclusion rests on. They are
@@ -65,7 +69,8 @@
 --
 -- Applied once even when sent twice: if the owner already has one hold more than the
 -- client believes, this is a resend of an acquire whose reply was lost (or the client
--- gave up on it); it is answered as the first send was, without a second hold or token.
+-- gave up on it), or a release's grant; it is answered as the first send was, without a
+-- second hold or token (but for a grant that brought no token: see below).
 --
 -- Checks first, then writes: the rule of every dlock script (src/*/*.lua). Redis runs a
 -- script alone but does not undo its writes when a later command in it fails, and the
@@ -155,32 +160,33 @@ local function now_ms()
     return t[1] .. string.format('%03d.%03d', math.floor(us / 1000), us % 1000)
 end
 
--- The owner waits on (busy, or promised to another): it joins the queue at its end, or
--- keeps its place there (NX); one whose promise a client knowing no marker took goes back
--- to the head. Every such attempt renews the queue's lifetime. Returns the refusal of a
--- queue of another type, found before anything is written.
+-- The owner waits on (busy, or promised to another): the wait's first attempt joins the
+-- queue at its end, anew (a place an earlier wait left behind is not this wait's: a grant
+-- names the place it hands the lock to by its join time, which the waiter's client tells
+-- apart from an earlier one's, engine_grant.c); a later attempt keeps its place (NX), or
+-- joins again at the end if it lost it (a grant to it lapsed). A promise to it that a client
+-- knowing no marker took is void. Every such attempt renews the queue's lifetime. Returns
+-- the refusal of a queue of another type, found before anything is written.
 local function wait_in_queue()
     if not queue_key or (claims ~= '1' and claims ~= '3') then
         return nil
     end
     local joined, refused
-    if promised == ARGV[2] then
-        local head
-        head, refused = side('zrange', queue_key, 0, 0, 'withscores')
-        if refused or not head then
-            return refused
-        end
-        local first = head[2] and string.format('%.3f', tonumber(head[2]) - 1) or now_ms()
-        redis.call('zadd', queue_key, first, ARGV[2])
-        redis.call('del', marker_key)
-        joined = true
+    if claims == '1' then
+        joined, refused = side('zadd', queue_key, now_ms(), ARGV[2])
     else
         joined, refused = side('zadd', queue_key, 'NX', now_ms(), ARGV[2])
+    end
+    if refused then
+        return refused
+    end
+    if promised == ARGV[2] then
+        redis.call('del', marker_key)
     end
     if joined then
         redis.call('pexpire', queue_key, ARGV[5])
     end
-    return refused
+    return nil
 end
 
 -- The wait's last attempt, the lock still not its: it leaves the queue and its promise.
@@ -198,16 +204,35 @@ local function leave_queue()
     return nil
 end
 
+-- The busy reply: the wait hint, and the owner's place if it waits in line (a grant names
+-- the place it hands the lock to: see the reply above). A score is a double; the µs are
+-- rounded the same way here and in release.lua, from the same double.
+local function busy(pttl)
+    if queue_key and (claims == '1' or claims == '3') then
+        local joined = side('zscore', queue_key, ARGV[2])
+        if joined then
+            return {0, pttl, math.floor(tonumber(joined) * 1000 + 0.5)}
+        end
+    end
+    return {0, pttl}
+end
+
 local holds = redis.call('hget', KEYS[1], ARGV[2])
 if not holds and redis.call('exists', KEYS[1]) == 1 then
     local refused = wait_in_queue() or leave_queue()
     if refused then
         return refused
     end
-    return {0, redis.call('pttl', KEYS[1])}
+    return busy(redis.call('pttl', KEYS[1]))
 end
 holds = tonumber(holds) or 0
 if holds == tonumber(ARGV[3]) + 1 then
+    if token_key and token == '0' then
+        -- a hold a release handed this owner without a token (release.lua's grant, on a name
+        -- that had no counter): its token is this one (0 is no token)
+        redis.call('incr', token_key)
+        token = redis.call('get', token_key)
+    end
     redis.call('pexpire', KEYS[1], ARGV[1])
     return {acquired(), holds, int64_reply(token or '0')}
 end
@@ -216,7 +241,7 @@ if holds == 0 and promised and promised ~= ARGV[2] then
     if refused then
         return refused
     end
-    return {0, redis.call('pttl', marker_key)} -- free, but this turn is another waiter's
+    return busy(redis.call('pttl', marker_key)) -- free, but this turn is another waiter's
 end
 if token == '9223372036854775807' then
     return redis.error_reply('ERR ' .. token_key .. ' is at 9223372036854775807, the largest ' ..

@@ -4,6 +4,7 @@
  *
  *   engine.c          per-name state, holds, the per-owner sequence, ops
  *   engine_acquire.c  acquire: the owner's sequence, the kind's script, the wait
+ *   engine_grant.c    acquire: a lock a release handed to the waiting owner (a grant)
  *   engine_release.c  release: the owner's sequence, the kind's script, what the reply means
  *   engine_query.c    force release, queries, tokens, the lost callback's setting
  *   ordinary.c        the ordinary handle: its assembly, its free, its class table
@@ -89,6 +90,8 @@ struct hold {
      * last release is to name one (the kind's release_args, lock_engine.h's line). */
     bool line;
     bool release_unsure; /* a release failed with DLOCK_ECONN: it may have been applied */
+    uint64_t sends;      /* acquires and releases of this owner sent: a grant's confirmation
+                            applies to the hold only while none was sent after it */
     /* One acquire or release of this owner in Redis at a time (dlock__hold_run): the count
      * the scripts are told is then exact, as their resend rules need. */
     bool busy;
@@ -116,7 +119,18 @@ struct lock_op {
     bool waiting;         /* acquire: the wait hears the op's attempts (dlock__hold_settled) */
     int attempts;         /* acquire: attempts sent */
     bool claim_open;      /* acquire: an attempt claimed the next turn, none took it back */
-    int64_t sent_ms;
+    /* acquire: the owner's place in the lock's line, as the latest busy attempt answered
+     * (µs, acquire.lua; 0: none): only a grant of that place is this wait's */
+    int64_t joined_us;
+    int64_t joined_sent_ms; /* acquire: the send of the attempt that first answered joined_us */
+    bool acks_asked;        /* acquire: the latest attempt asked replicas to acknowledge it */
+    int64_t sent_ms; /* acquire, release: the latest send; a grant's confirmation: its send */
+    /* a grant's confirmation (engine_grant.c): the owner's sends when it was made, and when
+     * the grant's own lease runs out at the earliest (monotonic ms) */
+    uint64_t grant_sends;
+    int64_t grant_lapse_ms;
+    dlock__timer grant_lapse;  /* shortly before grant_lapse_ms: unconfirmed by then, lost */
+    bool grant_lost;           /* the hold was reported lost before the confirmation came */
     int given_back_ends;       /* acquire: what the attempt ends with once its give-back is done
                                   (dlock__op_unacked) */
     bool report_lost;          /* release: a lost hold is reported by this release, which still
@@ -204,6 +218,17 @@ int dlock__lock_op_submit(lock_op *op, dlock_lock_cb cb, void *arg);
 int dlock__lock_op_submit_answer(lock_op *op, dlock__member_answer_cb cb, void *arg);
 /* An allocated op for an async call, or NULL with DLOCK_ENOMEM's text. */
 lock_op *dlock__lock_op_new(lock_handle *l, dlock__op_fn start, uint64_t owner);
+
+/* ---- acquisitions (engine_acquire.c, engine_grant.c) ------------------------------------ */
+
+/* Obtained: the hold as Redis counts it ({1|2, holds, token}), its token, its watchdog
+ * bound; its watchdog lease renewed from op's send when confirmed, else left pending (a
+ * grant's own confirmation does it). */
+void dlock__acquired(lock_op *op, const dlock__shape_values *got, bool confirmed);
+
+/* The wait's granted hook (dlock__wait_ops): the grant `turn` (release.lua) hands op's
+ * owner the lock; true when the owner now holds it (recorded, its lease being set). */
+bool dlock__acquire_granted(dlock__waiter *w, const char *turn, size_t len);
 
 /* ---- the op starts (engine_*.c) --------------------------------------------------------- */
 

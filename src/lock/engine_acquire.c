@@ -24,10 +24,13 @@ static void acquire_attempt(dlock__waiter *w) {
     dlock__hold_run(op->hold, op, acquire_send);
 }
 
+/* A turn, or a grant: the owner field, then a space and the grant's values. */
 static bool acquire_named(const dlock__waiter *w, const char *turn, size_t len) {
     const lock_op *op = DLOCK__CONTAINER_OF(w, const lock_op, waiter);
     const char *field = op->hold ? op->hold->field : "";
-    return strlen(field) == len && memcmp(field, turn, len) == 0;
+    const char *space = memchr(turn, ' ', len);
+    size_t field_len = space ? (size_t)(space - turn) : len;
+    return strlen(field) == field_len && memcmp(field, turn, field_len) == 0;
 }
 
 /* A release failed with DLOCK_ECONN and was not repeated: count it as applied. If it was
@@ -48,6 +51,7 @@ static void acquire_send(lock_op *op) {
     lock_handle *l = op->lock;
     hold *h = op->hold;
     settle_unsure_release(h);
+    h->sends++;
     dlock__lock_view v = dlock__view_of(l, h, op->lease_ms);
     v.once = op->wait_ms == 0;
     v.attempts = ++op->attempts;
@@ -89,8 +93,7 @@ static int64_t bound_until(const lock_op *op) {
     return bound > 0 ? op->sent_ms + bound : 0;
 }
 
-/* Obtained: the hold as Redis counts it, its token, and its lease renewed from the send. */
-static void acquired(lock_op *op, const dlock__shape_values *got) {
+void dlock__acquired(lock_op *op, const dlock__shape_values *got, bool confirmed) {
     hold *h = op->hold;
     int64_t holds = got->value[1];
     if (holds <= h->count) /* fewer than one more: the owner's earlier holds vanished */
@@ -108,7 +111,8 @@ static void acquired(lock_op *op, const dlock__shape_values *got) {
         dlock__hold_watch(op->lock, h); /* lost while this acquire was in flight: again */
     if (h->watchdog) {
         dlock__lease_bound(h->watchdog, h->bound_until_ms);
-        dlock__lease_held(h->watchdog, op->sent_ms);
+        if (confirmed)
+            dlock__lease_held(h->watchdog, op->sent_ms);
     }
 }
 
@@ -180,13 +184,18 @@ static void on_acquire_reply(dlock_client *c, int status, const dlock__reply *re
         int rc =
             dlock__op_bad_shape(&op->op, &shape, reply, op->lock->kind->what, op->lock->base.name);
         dlock__hold_settled(op, rc, -1);
-    } else if (got.form == 1) {
+    } else if (got.form != 0) {
         op->op.error_text[0] = '\0'; /* busy: held by another, whatever came before */
+        int64_t joined = got.form == 2 ? got.value[2] : 0;
+        if (joined != op->joined_us) /* this attempt joined the line (acquire.lua) */
+            op->joined_sent_ms = op->sent_ms;
+        op->joined_us = joined;
+        op->acks_asked = acks->asked > 0;
         dlock__hold_settled(op, DLOCK__BUSY, busy_hint(op, got.value[1]));
     } else if (acks->acked < acks->asked) {
         give_back(op, got.value[1], acks);
     } else {
-        acquired(op, &got);
+        dlock__acquired(op, &got, true);
         dlock__hold_settled(op, DLOCK_OK, -1);
     }
 }
@@ -218,6 +227,7 @@ static const dlock__wait_ops *wait_ops_of(lock_state *st) {
         ops->wake_count = st->kind->wake_count;
         ops->turn_ms = st->kind->turn_ms;
         ops->named = st->kind->turn_channel ? acquire_named : NULL;
+        ops->granted = st->kind->grant_ms > 0 ? dlock__acquire_granted : NULL;
         ops->done = acquire_done;
     }
     return ops;

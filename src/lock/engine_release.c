@@ -145,6 +145,7 @@ static void release_send(lock_op *op) {
     }
     /* A hold was lost but the owner took the lock again since: this release gives the live
      * hold back (it must not stay behind, renewed for ever) and reports the loss. */
+    h->sends++;
     op->report_lost = h->lost > 0;
     op->unwatched = h->count == 1 && h->watchdog;
     if (op->unwatched)

@@ -76,6 +76,10 @@ typedef struct dlock__lock_kind {
      * release wake nobody (the waiting engine's turns, dlock_int.h). */
     const char *(*turn_channel)(const dlock__lock_view *v);
     int64_t turn_ms;
+    /* Optional, with turn_channel: the lease a release that hands the lock over gives its
+     * heir (release.lua's grant) until the heir's client sets the heir's own (engine_grant.c);
+     * 0: the kind's releases hand nothing over. */
+    int64_t grant_ms;
     /* A kind without pub/sub (the spin lock): its release publishes nothing, so a waiting
      * owner subscribes to nothing and attempts again only when busy_hint says (or at its
      * deadline). */

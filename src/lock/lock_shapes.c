@@ -13,24 +13,38 @@
         .count = 2, .value = { DLOCK__SHAPE_RANGE(0, 0), DLOCK__SHAPE_RANGE(-2, INT64_MAX) }       \
     }
 
+/* {0, pttl, joined}: busy, and the owner waits in line, joined it at `joined` (µs of the
+ * server's clock, acquire.lua): the reentrant lock's waiting attempts. */
+#define LOCK_BUSY_IN_LINE                                                                          \
+    {                                                                                              \
+        .count = 3, .value = {                                                                     \
+            DLOCK__SHAPE_RANGE(0, 0),                                                              \
+            DLOCK__SHAPE_RANGE(-2, INT64_MAX),                                                     \
+            DLOCK__SHAPE_RANGE(1, INT64_MAX)                                                       \
+        }                                                                                          \
+    }
+
 const dlock__reply_shape dlock__shape_lock_acquire = {
     "the lock's acquire script",
-    "{1 or 2 (others in line), holds >= 1, token 0} or {0, pttl}",
-    2,
+    "{1 or 2 (others in line), holds >= 1, token 0} or {0, pttl[, joined >= 1]}",
+    3,
     {{.count = 3,
       .value = {DLOCK__SHAPE_RANGE(1, 2), DLOCK__SHAPE_RANGE(1, INT64_MAX),
                 DLOCK__SHAPE_RANGE64(0, 0)}},
-     LOCK_BUSY},
+     LOCK_BUSY,
+     LOCK_BUSY_IN_LINE},
 };
 
 const dlock__reply_shape dlock__shape_fenced_acquire = {
     "the fenced lock's acquire script",
-    "{1 or 2 (others in line), holds >= 1, a token above the owner's last} or {0, pttl}",
-    2,
+    "{1 or 2 (others in line), holds >= 1, a token above the owner's last} or {0, pttl[, "
+    "joined >= 1]}",
+    3,
     {{.count = 3,
       .value = {DLOCK__SHAPE_RANGE(1, 2), DLOCK__SHAPE_RANGE(1, INT64_MAX),
                 DLOCK__SHAPE_RANGE64(1, INT64_MAX)}},
-     LOCK_BUSY},
+     LOCK_BUSY,
+     LOCK_BUSY_IN_LINE},
 };
 
 const dlock__reply_shape dlock__shape_lock_release = {

@@ -9,7 +9,8 @@
 #include "reply_shape.h"
 
 /* Every kind of lock (acquire.lua, fair.lua, rw.lua, the spin lock): {1, holds >= 1,
- * token 0} acquired | {0, pttl >= -2} busy. The fenced lock's token is
+ * token 0} acquired | {0, pttl >= -2} busy | {0, pttl, joined >= 1} busy, the owner in the
+ * reentrant lock's line (form 2). The fenced lock's token is
  * >= 1; the engine raises that floor to one past the owner's last token. */
 extern const dlock__reply_shape dlock__shape_lock_acquire;
 extern const dlock__reply_shape dlock__shape_fenced_acquire;

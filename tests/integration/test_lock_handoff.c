@@ -1,25 +1,23 @@
 /* SPDX-License-Identifier: MIT */
-/* test_lock_handoff.c — the reentrant lock's hand-off (src/lock/acquire.lua, release.lua): a
- * waiter that finds the lock taken joins the queue {N}:handoff_queue and keeps its place; the
- * last release names the queue's first waiter on the turn channel just before "0" and, once
- * it has waited past the bound, promises it the lock in the marker {N}:handoff, which
- * refuses newcomers even when the lock is free; the waiter takes the lock and marker and
- * place go; one beaten to its promise by a client that knows no marker goes back to the
- * head; a release wakes no waiter of a client none of whose waiters it names; a waiter
- * that dies holds nobody back past the marker's lifetime; one that gives up leaves the
- * queue; a try that does not wait never queues; the lock hash stays Redisson's. Every test
- * starts its own server. */
+/* test_lock_handoff.c — the reentrant lock's hand-off (src/lock/acquire.lua, release.lua,
+ * engine_grant.c): a waiter that finds the lock taken joins the queue {N}:handoff_queue and
+ * keeps its place; the last release of holds taken while others waited hands the lock to
+ * the queue's first waiter inside its script (the grant: the waiter's hold with a short
+ * lease, published on the turn channel, no "0"), and that waiter holds it once its client
+ * has heard the grant, with no attempt of its own, and then sets its own lease; a grant of
+ * another place in line is looked at, not taken; a grant wakes no waiter of a client none of
+ * whose waiters it names; a waiter that dies holds the lock no longer than the grant's
+ * lease; one that gives up leaves the queue; a try that does not wait never queues; a
+ * free lock promised in the marker {N}:handoff (an earlier dlock's releases) still refuses
+ * newcomers until its waiter takes it; the lock hash stays Redisson's. Every test starts
+ * its own server. */
 #include <limits.h>
 
 #include "kill_helpers.h"
 #include "lock_helpers.h"
+#include "stats_helpers.h"
 
-#define MARKER_MS 100 /* reentrant.c's HANDOFF_MARKER_MS */
-
-/* The marker's value, or NULL; the caller frees it. */
-static char *marker_of(redis_fixture *f, const char *marker) {
-    return redis_fixture_str(f, "GET %s", marker);
-}
+#define GRANT_MS 500 /* reentrant.c's HANDOFF_GRANT_MS */
 
 /* The queue's member at place i (0: first), or NULL; the caller frees it. */
 static char *queued_at(redis_fixture *f, const char *queue, int i) {
@@ -46,18 +44,6 @@ static double server_ms(redis_fixture *f) {
     double ms = atof(r->element[0]->str) * 1000 + atof(r->element[1]->str) / 1000;
     freeReplyObject(r);
     return ms;
-}
-
-/* Polls until the member has waited in the queue past the bound (release.lua's, 1 ms), by
- * the server's clock. */
-static void waited_past_bound(redis_fixture *f, const char *queue, const char *member) {
-    char *score = redis_fixture_str(f, "ZSCORE %s %s", queue, member);
-    assert_non_null(score);
-    double joined = atof(score);
-    free(score);
-    bool ok = false;
-    POLL_UNTIL(ok, server_ms(f) - joined >= 2, slack_ms(3000));
-    assert_true(ok);
 }
 
 /* What release.lua publishes for a turn, from one script: the turn, then "0". */
@@ -273,49 +259,185 @@ static void expect_message(redisContext *sub, const char *channel, const char *p
     freeReplyObject(r);
 }
 
-/* Others wait in line as a takes the lock: the queue's first waiter, joined long ago, is
- * named by a's release and promised the lock: it leaves the queue for the marker, and a
- * newcomer is refused. Once the marker is gone, the next release names the next waiter,
- * which joined after the release's clock (not past the bound): named, not promised, it
- * keeps its place. The turn and "0" come back to back. */
-static void test_a_release_names_the_first_waiter_and_promises_it_past_the_bound(void **state) {
-    (void)state;
-    test_watchdog_arm(BUDGET_S, __func__);
+/* The next pub/sub message on sub must be a grant on the turn channel of `name` that starts
+ * with these values ("<field> <1|2> <token> <place>") and ends with the server's clock (µs),
+ * within a minute of the test's reading of it. */
+static void expect_grant(redis_fixture *f, redisContext *sub, const char *name,
+                         const char *values) {
+    char channel[128];
+    snprintf(channel, sizeof(channel), "dlock_lock_turn__channel:{%s}", name);
+    redisReply *r = NULL;
+    assert_int_equal(redisGetReply(sub, (void **)&r), REDIS_OK);
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    assert_int_equal(r->elements, 4); /* pmessage, pattern, channel, payload */
+    assert_string_equal(r->element[2]->str, channel);
+    const char *grant = r->element[3]->str;
+    size_t n = strlen(values);
+    assert_true(strncmp(grant, values, n) == 0 && grant[n] == ' ');
+    ASSERT_BETWEEN(atof(grant + n + 1) / 1000, server_ms(f) - 60000, server_ms(f));
+    freeReplyObject(r);
+}
+
+/* A queue member's place as acquire.lua and release.lua give it: its score (ms) in µs. */
+static long long place_of(redis_fixture *f, const char *queue, const char *member) {
+    char *score = redis_fixture_str(f, "ZSCORE %s %s", queue, member);
+    assert_non_null(score);
+    long long us = (long long)(atof(score) * 1000 + 0.5); /* > 0: truncation is floor */
+    free(score);
+    return us;
+}
+
+/* Others wait in line as a takes the lock: a's last release hands the lock to the queue's
+ * first waiter inside its script: the hash is that waiter's, one hold with the grant's
+ * lease, the waiter leaves the queue, a fenced lock's token rises for it, and the grant is
+ * published on the turn channel with no "0" (the lock is not free): "<field> <1|2> <token>
+ * <place>". Lapsed, the lock goes to the next release's heir, the last in line. */
+static void release_hands_the_lock_over(bool fenced) {
     redis_fixture *f = start_server();
     dlock_client *a = connect_client(f);
-    dlock_lock *la = new_lock(a, "names");
+    dlock_lock *la = fenced ? new_fenced(a, "names") : new_lock(a, "names");
     char young[64];
     snprintf(young, sizeof(young), "%.3f", server_ms(f) + 3600000);
     assert_int_equal(
         redis_fixture_int(f, "ZADD {names}:handoff_queue 1000 old:1 %s young:2", young), 2);
     ASSERT_RC(dlock_lock_acquire(la, 30000), DLOCK_OK);
+    long long young_place = place_of(f, "{names}:handoff_queue", "young:2");
     redisContext *sub = psubscribe_to(f, "*__channel:{names}");
 
     ASSERT_RC(dlock_lock_release(la), DLOCK_OK);
-    expect_message(sub, "dlock_lock_turn__channel:{names}", "old:1");
-    expect_message(sub, "redisson_lock__channel:{names}", "0");
-    char *promised = marker_of(f, "{names}:handoff");
-    assert_string_equal(promised, "old:1");
-    free(promised);
-    ASSERT_BETWEEN(pttl_of(f, "{names}:handoff"), 0, MARKER_MS);
+    expect_grant(f, sub, "names", fenced ? "old:1 2 2 1000000" : "old:1 2 0 1000000");
+    char dump[256];
+    hash_dump(f, "names", dump, sizeof(dump));
+    assert_string_equal(dump, "old:1=1;");
+    ASSERT_BETWEEN(pttl_of(f, "names"), 0, GRANT_MS);
     char *first = queued_at(f, "{names}:handoff_queue", 0);
     assert_string_equal(first, "young:2");
     free(first);
     assert_int_equal(redis_fixture_int(f, "ZCARD {names}:handoff_queue"), 1);
-    assert_int_equal(redis_fixture_int(f, "PEXPIRE {names}:handoff 60000"), 1);
-    ASSERT_RC(dlock_lock_try_acquire(la, 0, 30000), DLOCK_ETIMEDOUT); /* promised to old:1 */
+    assert_int_equal(redis_fixture_int(f, "EXISTS {names}:handoff"), 0);
+    assert_int_equal(redis_fixture_int(f, "PEXPIRE names 60000"), 1);
+    ASSERT_RC(dlock_lock_try_acquire(la, 0, 30000), DLOCK_ETIMEDOUT); /* old:1's */
 
-    assert_int_equal(redis_fixture_int(f, "DEL {names}:handoff"), 1); /* as if it lapsed */
+    assert_int_equal(redis_fixture_int(f, "DEL names"), 1); /* as if its grant lapsed */
     ASSERT_RC(dlock_lock_try_acquire(la, 0, 30000), DLOCK_OK);
     ASSERT_RC(dlock_lock_release(la), DLOCK_OK);
-    expect_message(sub, "dlock_lock_turn__channel:{names}", "young:2");
-    expect_message(sub, "redisson_lock__channel:{names}", "0");
-    assert_int_equal(redis_fixture_int(f, "EXISTS {names}:handoff"), 0);
-    assert_int_equal(redis_fixture_int(f, "ZCARD {names}:handoff_queue"), 1);
+    char expected[128];
+    snprintf(expected, sizeof(expected), "young:2 1 %s %lld", fenced ? "4" : "0", young_place);
+    expect_grant(f, sub, "names", expected);
+    hash_dump(f, "names", dump, sizeof(dump));
+    assert_string_equal(dump, "young:2=1;");
+    assert_int_equal(redis_fixture_int(f, "EXISTS {names}:handoff_queue"), 0);
+    assert_int_equal(redis_fixture_int(f, "GET redisson_lock_token:{names}"),
+                     fenced ? 4 : LLONG_MIN);
     redisFree(sub);
     dlock_lock_free(la);
     dlock_client_free(a);
     redis_fixture_stop(f);
+}
+
+static void test_a_release_hands_the_lock_to_the_first_waiter_in_its_script(void **state) {
+    (void)state;
+    test_watchdog_arm(BUDGET_S, __func__);
+    release_hands_the_lock_over(false);
+}
+
+static void test_a_fenced_release_hands_the_heir_the_next_token(void **state) {
+    (void)state;
+    test_watchdog_arm(BUDGET_S, __func__);
+    release_hands_the_lock_over(true);
+}
+
+/* Client commands MONITOR saw until the line of `ECHO end`, whose arguments include the
+ * quoted word and not the quoted unless: the commands run inside scripts ("lua") are not
+ * counted. */
+static int monitor_count_with(redisContext *mon, const char *end, const char *word,
+                              const char *unless) {
+    char marker[128], quoted[160], quoted_unless[160];
+    snprintf(marker, sizeof(marker), "\"%s\"", end);
+    snprintf(quoted, sizeof(quoted), "\"%s\"", word);
+    snprintf(quoted_unless, sizeof(quoted_unless), "\"%s\"", unless);
+    int count = 0;
+    for (;;) {
+        void *m = NULL;
+        assert_int_equal(redisGetReply(mon, &m), REDIS_OK);
+        redisReply *r = m;
+        assert_int_equal(r->type, REDIS_REPLY_STATUS);
+        bool at_end = strstr(r->str, marker) != NULL;
+        if (!at_end && !strstr(r->str, " lua]") && strstr(r->str, quoted) &&
+            !strstr(r->str, quoted_unless))
+            count++;
+        freeReplyObject(r);
+        if (at_end)
+            return count;
+    }
+}
+
+/* b's waiter sleeps in line behind a's hold (taken again with b in line, so that a's last
+ * release hands the lock on): that release makes b's waiter the holder, which returns with
+ * no attempt of its own (no command names the marker key without the token counter, as
+ * every attempt of a plain lock does), then sets its own lease (30 s, where the grant gave
+ * 500 ms). */
+static void test_a_granted_waiter_returns_without_an_attempt_of_its_own(void **state) {
+    (void)state;
+    test_watchdog_arm(BUDGET_S, __func__);
+    scene sc;
+    scene_start(&sc, "granted", false, slack_ms(10000));
+    redis_fixture *f = sc.f;
+    ASSERT_RC(dlock_lock_acquire(sc.la, 30000), DLOCK_OK); /* a second hold, b in line */
+    ASSERT_RC(dlock_lock_release(sc.la), DLOCK_OK);
+    /* a grant is taken from the message only on a command connection up for a second
+     * (engine_grant.c): b's has been up since its first attempt, and nothing drops it */
+    test_sleep_ms(1100);
+    dlock_stats before = stats_of(sc.b);
+    redisContext *mon = monitor_open(f);
+
+    ASSERT_RC(dlock_lock_release(sc.la), DLOCK_OK);
+    ASSERT_RC(blocking_call_join(&sc.w.call), DLOCK_OK);
+    char dump[256], expected[256];
+    hash_dump(f, "granted", dump, sizeof(dump));
+    snprintf(expected, sizeof(expected), "%s=1;", sc.field);
+    assert_string_equal(dump, expected);
+    bool leased = false;
+    POLL_UNTIL(leased, pttl_of(f, "granted") > GRANT_MS, slack_ms(3000));
+    assert_true(leased);
+    redisReply *r = redis_fixture_cmd(f, "ECHO granted-end");
+    freeReplyObject(r);
+    /* an attempt names the marker key, not the token counter (the release names both) */
+    assert_int_equal(
+        monitor_count_with(mon, "granted-end", sc.marker, "redisson_lock_token:{granted}"), 0);
+    assert_int_equal(redis_fixture_int(f, "EXISTS %s", sc.queue), 0);
+    assert_int_equal(stats_of(sc.b).wakes, before.wakes + 1); /* the grant: one waiter */
+    redisFree(mon);
+    scene_end(&sc);
+}
+
+/* A grant of a place in line the waiter does not hold (heard late: an earlier place, whose
+ * lease may have run out and whose lock may be another's by now) is not taken: the waiter
+ * looks (one attempt), finds a's hold and sleeps on. */
+static void test_a_grant_of_another_place_is_looked_at_not_taken(void **state) {
+    (void)state;
+    test_watchdog_arm(BUDGET_S, __func__);
+    scene sc;
+    scene_start(&sc, "stale", false, slack_ms(10000));
+    redis_fixture *f = sc.f;
+    long long place = place_of(f, sc.queue, sc.field);
+    long long calls = script_calls(f);
+    char grant[256];
+    snprintf(grant, sizeof(grant), "%s 1 0 %lld", sc.field, place - 1000);
+    assert_int_equal(redis_fixture_int(f, "PUBLISH dlock_lock_turn__channel:{stale} %s", grant), 1);
+    bool looked = false;
+    POLL_UNTIL(looked, script_calls(f) == calls + 1, slack_ms(3000));
+    assert_true(looked);
+    assert_false(blocking_call_returned(&sc.w.call));
+    char holder[128], dump[256], expected[256];
+    owner_field(sc.a, dlock_thread_owner(), holder, sizeof(holder));
+    hash_dump(f, "stale", dump, sizeof(dump));
+    snprintf(expected, sizeof(expected), "%s=1;", holder);
+    assert_string_equal(dump, expected);
+    ASSERT_RC(dlock_lock_release(sc.la), DLOCK_OK);
+    ASSERT_RC(blocking_call_join(&sc.w.call), DLOCK_OK); /* a's "0" wakes it */
+    scene_end(&sc);
 }
 
 /* A hold taken while nobody waited in line: its release carries two keys and names
@@ -336,10 +458,11 @@ static void test_a_release_of_a_hold_taken_with_nobody_in_line_names_nobody(void
     scene_end(&sc);
 }
 
-/* A waiter promised the lock but beaten to it by a client that knows no marker (Redisson's:
- * it takes a free lock as ever) goes back to the head of the queue, before a waiter that
- * joined after it, and its promise goes: the next release names it again. */
-static void test_a_waiter_beaten_to_its_promise_goes_back_to_the_head(void **state) {
+/* A waiter promised the lock (by an earlier dlock's release) but beaten to it by a client
+ * that knows no marker (Redisson's: it takes a free lock as ever) waits in line again, at its
+ * end (a place in line is a join time, which a grant names: it is never made up), and its
+ * promise goes. */
+static void test_a_waiter_beaten_to_its_promise_waits_in_line_again(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     scene sc;
@@ -364,10 +487,13 @@ static void test_a_waiter_beaten_to_its_promise_goes_back_to_the_head(void **sta
     POLL_UNTIL(gone, redis_fixture_int(f, "EXISTS %s", sc.marker) == 0, slack_ms(3000));
     assert_true(gone);
     char *first = queued_at(f, sc.queue, 0);
-    assert_string_equal(first, sc.field);
+    assert_string_equal(first, "later:9");
     free(first);
-    char *second = queued_at(f, sc.queue, 1);
-    assert_string_equal(second, "later:9");
+    char *second = NULL;
+    bool again = false;
+    POLL_UNTIL(again, (free(second), second = queued_at(f, sc.queue, 1)) != NULL, slack_ms(3000));
+    assert_true(again);
+    assert_string_equal(second, sc.field);
     free(second);
 
     /* the Redisson holder leaves; b takes the lock and its place goes */
@@ -380,13 +506,6 @@ static void test_a_waiter_beaten_to_its_promise_goes_back_to_the_head(void **sta
 }
 
 /* ---- one waiter answers a release ---------------------------------------------------------- */
-
-static dlock_stats stats_of(dlock_client *c) {
-    dlock_stats s;
-    dlock_stats_init(&s);
-    ASSERT_RC(dlock_client_stats(c, &s), DLOCK_OK);
-    return s;
-}
 
 static bool subscribed_twice(dlock_client *c) {
     return stats_of(c).subscriptions == 2; /* the lock's channel and its turn channel */
@@ -473,7 +592,7 @@ static _Noreturn void waiter_child(const char *url, const char *name) {
     test_child_exit(1); /* the parent holds the lock until the child is killed */
 }
 
-static void test_a_killed_waiter_holds_nobody_back_past_the_markers_lifetime(void **state) {
+static void test_a_killed_waiter_holds_the_lock_no_longer_than_its_grant(void **state) {
     (void)state;
     test_watchdog_arm(BUDGET_S, __func__);
     redis_fixture *f = start_server();
@@ -485,31 +604,37 @@ static void test_a_killed_waiter_holds_nobody_back_past_the_markers_lifetime(voi
         waiter_child(redis_fixture_unix_url(f), "dead-waiter");
     queue_holds(f, "{dead-waiter}:handoff_queue", 1);
     char *dead = queued_at(f, "{dead-waiter}:handoff_queue", 0);
-    waited_past_bound(f, "{dead-waiter}:handoff_queue", dead);
     assert_int_equal(kill(pid, SIGKILL), 0);
     assert_int_equal(waitpid(pid, NULL, 0), pid);
     child_forget(pid);
-    /* a second hold, taken with the child in line: a's last release names it */
+    /* a second hold, taken with the child in line: a's last release hands it the lock; c
+     * waits in line behind it (so a client hears the grant: one nobody hears is no grant) */
     ASSERT_RC(dlock_lock_acquire(la, 30000), DLOCK_OK);
     ASSERT_RC(dlock_lock_release(la), DLOCK_OK);
+    waiter wc = {.l = lc, .wait_ms = TEST_SLOW_MS};
+    blocking_call_start_asleep(&wc.call, wait_then_release, &wc, f,
+                               (asleep_sign){"redisson_lock__channel:{dead-waiter}", 1, 2, NULL});
+    queue_holds(f, "{dead-waiter}:handoff_queue", 2);
 
-    /* promised to the dead for no longer than the marker's lifetime */
+    /* handed to the dead for no longer than the grant's lease */
     ASSERT_RC(dlock_lock_release(la), DLOCK_OK);
     int64_t released_at = test_now_ms();
-    char *promised = marker_of(f, "{dead-waiter}:handoff");
-    long long left = pttl_of(f, "{dead-waiter}:handoff");
-    assert_true(promised == NULL || strcmp(promised, dead) == 0);
-    assert_true(left == -2 || (left >= 0 && left <= MARKER_MS));
-    /* c's wait is TEST_SLOW_MS: a promise that outlived the marker would keep it out that
-     * long */
-    ASSERT_RC(dlock_lock_try_acquire(lc, TEST_SLOW_MS, 30000), DLOCK_OK);
+    char holder[160], expected[160];
+    hash_dump(f, "dead-waiter", holder, sizeof(holder));
+    long long left = pttl_of(f, "dead-waiter");
+    snprintf(expected, sizeof(expected), "%s=1;", dead);
+    assert_true(strcmp(holder, "<none>") == 0 || strcmp(holder, expected) == 0);
+    assert_true(left == -2 || (left >= 0 && left <= GRANT_MS));
+    /* c's wait is TEST_SLOW_MS, and it sleeps on a's 30 s lease: only the lapse of the grant
+     * it heard wakes it, and a grant that outlived its lease would keep it out that long (c
+     * takes the lock and releases it) */
+    ASSERT_RC(blocking_call_join(&wc.call), DLOCK_OK);
     int64_t took = test_now_ms() - released_at;
-    ASSERT_BETWEEN(took, 0, MARKER_MS + test_prompt_ms());
-    printf("# the lock taken %lld ms after its release (the marker had %lld ms left)\n",
+    ASSERT_BETWEEN(took, 0, GRANT_MS + test_prompt_ms());
+    printf("# the lock taken %lld ms after its release (the grant had %lld ms left)\n",
            (long long)took, left);
     assert_int_equal(redis_fixture_int(f, "EXISTS {dead-waiter}:handoff_queue"), 0);
-    ASSERT_RC(dlock_lock_release(lc), DLOCK_OK);
-    free(promised);
+    assert_int_equal(redis_fixture_int(f, "EXISTS dead-waiter"), 0); /* c took it and released */
     free(dead);
     dlock_lock_free(la);
     dlock_lock_free(lc);
@@ -567,6 +692,50 @@ static void test_a_waiter_that_gave_up_leaves_the_queue_and_its_promise(void **s
     scene_end(&sc);
 }
 
+/* A release handed the lock to a waiter (the grant) just before the waiter gave up, the
+ * grant's message not yet taken: leaving the queue gives the lock back at once (freed, "0"
+ * published), not after the grant's lease. The grant here is given a minute's lease, so that
+ * only the giving back frees the lock within the poll's bound. */
+static void test_a_waiter_that_gave_up_gives_back_a_grant_it_never_took(void **state) {
+    (void)state;
+    test_watchdog_arm(BUDGET_S, __func__);
+    redis_fixture *f = start_server();
+    assert_int_equal(redis_fixture_int(f, "HSET ungranted other:1 1"), 1);
+    assert_int_equal(redis_fixture_int(f, "PEXPIRE ungranted 60000"), 1);
+    dlock_client *b = connect_client(f);
+    dlock_lock *lb = new_lock(b, "ungranted");
+    waiter w = {.l = lb, .wait_ms = 60000};
+    blocking_call_start_asleep(&w.call, wait_for_lock, &w, f,
+                               (asleep_sign){"redisson_lock__channel:{ungranted}", 1, 2, NULL});
+    char field[128];
+    owner_field(b, w.owner, field, sizeof(field));
+    queue_holds(f, "{ungranted}:handoff_queue", 1);
+    /* release.lua's grant, its message unpublished (not yet heard) */
+    redisReply *r = redis_fixture_cmd(
+        f, "EVAL %s 2 ungranted {ungranted}:handoff_queue %s",
+        "redis.call('del', KEYS[1]); redis.call('hset', KEYS[1], ARGV[1], 1); "
+        "redis.call('pexpire', KEYS[1], 60000); return redis.call('zrem', KEYS[2], ARGV[1])",
+        field);
+    assert_non_null(r);
+    assert_int_equal(r->integer, 1);
+    freeReplyObject(r);
+    redisContext *sub = subscribe_to(f, "redisson_lock__channel:{ungranted}");
+
+    /* the wait ends without the lock: freeing its handle cancels it */
+    dlock_lock_free(lb);
+    ASSERT_RC(blocking_call_join(&w.call), DLOCK_ECANCELED);
+    bool given_back = false;
+    POLL_UNTIL(given_back, redis_fixture_int(f, "EXISTS ungranted") == 0, slack_ms(3000));
+    assert_true(given_back);
+    char seen[64];
+    messages_until_end(f, sub, "redisson_lock__channel:{ungranted}", seen, sizeof(seen));
+    assert_string_equal(seen, "0,"); /* the lock is free: every client's waiters look */
+    assert_int_equal(redis_fixture_int(f, "EXISTS {ungranted}:handoff_queue"), 0);
+    redisFree(sub);
+    dlock_client_free(b);
+    redis_fixture_stop(f);
+}
+
 /* ---- a marker or queue of another type ----------------------------------------------------- */
 
 static void test_a_marker_or_queue_of_another_type_is_refused_and_changes_nothing(void **state) {
@@ -602,14 +771,18 @@ int main(void) {
         cmocka_unit_test(test_a_free_lock_promised_to_a_waiter_refuses_newcomers_until_it_takes_it),
         cmocka_unit_test(test_a_fenced_lock_promised_to_a_waiter_gives_it_the_next_token),
         cmocka_unit_test(test_a_waiter_gets_the_lock_against_an_owner_that_reacquires_at_once),
-        cmocka_unit_test(test_a_release_names_the_first_waiter_and_promises_it_past_the_bound),
+        cmocka_unit_test(test_a_release_hands_the_lock_to_the_first_waiter_in_its_script),
+        cmocka_unit_test(test_a_fenced_release_hands_the_heir_the_next_token),
+        cmocka_unit_test(test_a_granted_waiter_returns_without_an_attempt_of_its_own),
+        cmocka_unit_test(test_a_grant_of_another_place_is_looked_at_not_taken),
         cmocka_unit_test(test_a_release_of_a_hold_taken_with_nobody_in_line_names_nobody),
-        cmocka_unit_test(test_a_waiter_beaten_to_its_promise_goes_back_to_the_head),
+        cmocka_unit_test(test_a_waiter_beaten_to_its_promise_waits_in_line_again),
         cmocka_unit_test(test_a_release_that_names_one_clients_waiter_wakes_no_waiter_of_another),
-        cmocka_unit_test_teardown(test_a_killed_waiter_holds_nobody_back_past_the_markers_lifetime,
+        cmocka_unit_test_teardown(test_a_killed_waiter_holds_the_lock_no_longer_than_its_grant,
                                   kill_children),
         cmocka_unit_test(test_a_try_without_waiting_never_queues),
         cmocka_unit_test(test_a_waiter_that_gave_up_leaves_the_queue_and_its_promise),
+        cmocka_unit_test(test_a_waiter_that_gave_up_gives_back_a_grant_it_never_took),
         cmocka_unit_test(test_a_marker_or_queue_of_another_type_is_refused_and_changes_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -234,7 +234,7 @@ static void test_the_mismatch_says_what_arrived_and_what_the_script_answers(void
     freeReplyObject(r);
     assert_string_equal(text, "an array of 3 elements [the integer 1, the string \"1\", the string "
                               "\"7\"], where the lock's acquire script answers {1 or 2 (others in "
-                              "line), holds >= 1, token 0} or {0, pttl}");
+                              "line), holds >= 1, token 0} or {0, pttl[, joined >= 1]}");
 
     r = read_reply("*6\r\n" NESTED ":1\r\n+OK\r\n$-1\r\n:5\r\n:6\r\n");
     dlock__reply_shape_mismatch(&dlock__shape_lock_release, r, text, sizeof(text));

@@ -33,11 +33,14 @@ typedef struct dlock__renew {
     dlock__timer expiry_timer;   /* the earliest confirmed_until_ms */
     uint64_t ticks, renew_calls; /* counters for tests and diagnostics */
     uint64_t renew_answers;      /* renew_calls settled (answered, failed or canceled) */
+    int short_leases;            /* holds on a lease shorter than watchdog_ms, unconfirmed */
+    int64_t short_lease_ms;      /* (a lock's grant: dlock__renew_short_lease) and its ms */
 } dlock__renew;
 
 void dlock__renew_init(dlock__renew *r, dlock_client *c);
-/* The shortest lease the watchdog keeps or is about to keep (an acquire in flight), 0 when
- * it keeps none; each is watchdog_ms long. The client gives it to the net floor as a hook
+/* The shortest lease the watchdog keeps or is about to keep (an acquire in flight), each
+ * watchdog_ms long, or a short lease a hold stands on until confirmed
+ * (dlock__renew_short_lease); 0 when there is none. The client gives it to the net floor as a hook
  * (dlock__client_net.shortest_lease_ms): the links' reconnect backoff stays below a third
  * of it (link.c). */
 int64_t dlock__renew_shortest_lease_ms(const dlock_client *c);

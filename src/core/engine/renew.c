@@ -370,7 +370,10 @@ void dlock__renew_init(dlock__renew *r, dlock_client *c) {
 
 int64_t dlock__renew_shortest_lease_ms(const dlock_client *c) {
     const dlock__renew *r = &DLOCK__ENGINE(c)->renew;
-    return r->held_head || r->pending ? DLOCK__BASE(c)->opts.watchdog_ms : 0;
+    int64_t shortest = r->held_head || r->pending ? DLOCK__BASE(c)->opts.watchdog_ms : 0;
+    if (r->short_leases > 0 && (shortest == 0 || r->short_lease_ms < shortest))
+        shortest = r->short_lease_ms;
+    return shortest;
 }
 
 void dlock__renew_close(dlock__renew *r, dlock_client *c) {
@@ -434,6 +437,17 @@ void dlock__lease_held(dlock__lease *l, int64_t sent_at_ms) {
         dlock__timer_start(&DLOCK__NET(c)->sched, &r->tick_timer, tick_period_ms(c));
     if (r->held_head == l)
         arm_expiry(r, c);
+}
+
+void dlock__renew_short_lease(dlock_client *c, int64_t ms, bool held) {
+    dlock__renew *r = &DLOCK__ENGINE(c)->renew;
+    if (held) {
+        if (r->short_leases == 0 || ms < r->short_lease_ms)
+            r->short_lease_ms = ms;
+        r->short_leases++;
+    } else if (r->short_leases > 0) {
+        r->short_leases--;
+    }
 }
 
 void dlock__lease_bound(dlock__lease *l, int64_t until_ms) {

@@ -39,7 +39,12 @@
  * (Read while the channel is not confirmed, a turn is ignored: the message, if it comes,
  * wakes as ever.) Should the named waiter never take its turn (it died, or left), the
  * promise lapses within ops->turn_ms; so a message let pass becomes a wake turn_ms later
- * unless a message that wakes a waiter here or a (re)subscription comes first. A turn
+ * unless a message that wakes a waiter here or a (re)subscription comes first. A turn may
+ * instead be a grant, the owner field followed by a space and what ops->granted reads: the
+ * object handed to that owner's waiter by the release itself (the lock's release gives the
+ * lock to its first waiter inside its script), with no message after it. A sleeping waiter
+ * that takes it ends its wait there, with no attempt of its own; every other client lets
+ * it wake nobody and looks again turn_ms later, unless a message comes first. A turn
  * channel the server refuses is not asked for again by this client: every message then
  * wakes all its waiters on the queue, since which of them was named is unknown.
  *
@@ -278,9 +283,42 @@ static dlock__waiter *turn_waiter(wait_queue *q, const char *msg, size_t len) {
     return NULL;
 }
 
-/* A turn read while the channel is not confirmed is ignored (see turns above). */
+/* The named waiter w holds what the grant handed it: its wait ends, counted as a wake (the
+ * one waiter the release woke). */
+static void take_grant(wait_queue *q, dlock__waiter *w) {
+    dlock__stat_add(q->client, DLOCK__STAT_WAKES, 1);
+    q->dispatching++;
+    finish(w, DLOCK_OK);
+    q->dispatching--;
+    queue_release_if_empty(q);
+}
+
+/* A grant (see turns above): no message follows it. The waiter it names takes it if asleep
+ * (ops->granted), or else attempts (its attempt finds the object its own) now or after its
+ * attempt in flight. A grant of another client's owner, or of an owner of this client that
+ * no longer waits here, wakes nobody: the lapse looks again if the grant is never
+ * confirmed (its heir died). Read whether or not the channel is confirmed: it announces no
+ * message there. */
+static void on_grant(wait_queue *q, const char *msg, size_t len) {
+    dlock__waiter *w =
+        dlock__owner_field_is_ours(q->client, msg, len) ? turn_waiter(q, msg, len) : NULL;
+    if (!w)
+        turn_spare(q);
+    else if (w->state == W_SLEEPING && !w->canceled && w->ops->granted &&
+             w->ops->granted(w, msg, len))
+        take_grant(q, w);
+    else
+        wake_named(q, w);
+}
+
+/* A turn read while the channel is not confirmed is ignored (see turns above). A turn with a
+ * space after the owner field is a grant. */
 static void on_turn(dlock__listener *l, const char *msg, size_t len) {
     wait_queue *q = DLOCK__CONTAINER_OF(l, wait_queue, turn_listener);
+    if (memchr(msg, ' ', len)) {
+        on_grant(q, msg, len);
+        return;
+    }
     q->turn_pending = dlock__listener_ready(&q->listener);
     q->turn_ours = q->turn_pending && dlock__owner_field_is_ours(q->client, msg, len);
     q->turn_named = q->turn_ours ? turn_waiter(q, msg, len) : NULL;
@@ -296,6 +334,11 @@ static void on_turn_ready(dlock__listener *l) {
     dlock__unlisten(q->client, l);
     dlock__free(q->turn_channel);
     q->turn_channel = NULL;
+    queue_refresh(q); /* a grant to one of them would go unheard: they attempt, out of line now */
+}
+
+bool dlock__wait_turns_refused(const dlock_client *c) {
+    return DLOCK__ENGINE(c)->waits.turns_refused;
 }
 
 /* q listens on the waiter's turn channel too (after its own channel: see turns above). */

@@ -493,6 +493,11 @@ typedef struct dlock__wait_ops {
      * no other waiter. */
     int64_t turn_ms;
     bool (*named)(const dlock__waiter *w, const char *turn, size_t len);
+    /* Optional, with named: a grant (a turn with a space after the owner field, which no
+     * message follows: the lock's release hands the lock over itself, release.lua) that
+     * names sleeping waiter w. true: w holds the object now (the primitive has recorded it)
+     * and its wait ends with DLOCK_OK. false: w attempts, as woken. */
+    bool (*granted)(dlock__waiter *w, const char *turn, size_t len);
 } dlock__wait_ops;
 
 struct dlock__waiter {
@@ -523,13 +528,18 @@ struct dlock__waiter {
  *
  * turn_channel (NULL: none; never in a Cluster) is where, just before some messages on
  * channel, the object names whose turn that message is: an owner field
- * "<client-id>:<owner>" (the lock's hand-off, release.lua). A turn of one of this client's
+ * "<client-id>:<owner>"; or, alone, a grant: the field, a space and what ops->granted reads
+ * (the lock's release hands the lock over itself, release.lua). A turn of one of this client's
  * waiters (ops->named) lets the message wake that waiter alone; a turn of another client's
  * owner lets it wake none of this client's waiters, which look again by ops->turn_ms after
  * it unless another message comes first (wait.c, turns). Both channels must be on the
  * client's one subscriber connection, which is what orders the two messages. */
 void dlock__wait_start_on(dlock__waiter *w, dlock__handle *h, const dlock__wait_ops *ops,
                           const char *channel, const char *turn_channel, int64_t wait_ms);
+
+/* Whether the server refused this client a turn channel: it then hears no grant, so its
+ * waiters should not wait in a line that hands the object over (the lock's queue). */
+bool dlock__wait_turns_refused(const dlock_client *c);
 
 /* A supply function for dlock__wait_ops: the message is a decimal count (the semaphores'
  * channel carries the new available count). */
@@ -557,6 +567,18 @@ void dlock__wait_cancel(dlock__waiter *w);
 void dlock__wait_kick(dlock_client *c, const char *channel, int n);
 
 /* ---- the watchdog (renew.c) ------------------------------------------------------------ */
+
+/* A hold stands on a short lease of ms until a command in flight confirms a longer one (a
+ * lock's grant, src/lock/engine_grant.c): while any does (held true, then false once its
+ * confirmation is answered), the client reconnects within a third of the shortest such
+ * lease, as it does for watchdog leases, so that the confirmation can land in time. */
+void dlock__renew_short_lease(dlock_client *c, int64_t ms, bool held);
+
+/* Whether the command connection (the one of a client not of a Cluster) has been up for a
+ * second (link.c): one
+ * that drops now comes back at once, so a command sent on it lands within a round trip or
+ * two. A hold on a short lease is taken only then (the lock's grant, engine_grant.c). */
+bool dlock__client_commands_steady(const dlock_client *c);
 
 /* A lease the watchdog keeps alive: one (key, field) held by one owner with lease
  * DLOCK_WATCHDOG. Every watchdog_ms/3 the core renews every held lease of the client,

@@ -33,7 +33,7 @@ typedef struct dlock__shape_value {
 } dlock__shape_value;
 
 #define DLOCK__SHAPE_VALUES_MAX 3
-#define DLOCK__SHAPE_FORMS_MAX 2
+#define DLOCK__SHAPE_FORMS_MAX 3
 
 /* One form of a reply: the value itself (count 0), or an array of count values. */
 typedef struct dlock__shape_form {

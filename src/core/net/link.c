@@ -453,6 +453,11 @@ void dlock__link_stop(dlock__link *link) {
     link->ready_ms = 0;      /* its next connection, when one is wanted, is no reconnect */
 }
 
+bool dlock__client_commands_steady(const dlock_client *c) {
+    const dlock__link *link = &DLOCK__NET(c)->conn.link;
+    return link->state == LINK_READY && dlock__now_ms() - link->ready_ms >= STABLE_MS;
+}
+
 bool dlock__link_awaits(const dlock__link *link, dlock__link_reply_fn fn, const void *arg) {
     if (link->expect_count == 0)
         return false;
