@@ -15,6 +15,8 @@
  *               previous release returned; and from the previous release CALL
  *   fairness    min/max sections per worker
  *   release     the release call alone (call -> return), every section
+ *   overlaps    sections acquired before the section before them called its release (two
+ *               holders at once: must be 0)
  *
  * Each contended row also carries the hand-off distributions as CDFs (101 quantiles,
  * bench_json_cdf) for the PNG bench/run.sh draws. The log of sections lives in
@@ -322,7 +324,7 @@ long long bench_contend(const bench_config *cfg, const bench_floor *floor, const
         errors++;
     errors += atomic_load(&a->errors);
 
-    long long sections = atomic_load(&a->next), handoffs = 0;
+    long long sections = atomic_load(&a->next), handoffs = 0, overlaps = 0;
     if (sections > capacity)
         sections = capacity;
     int64_t end = start;
@@ -333,6 +335,8 @@ long long bench_contend(const bench_config *cfg, const bench_floor *floor, const
             end = s->release_ns;
         if (bench_samples_push(&release, s->release_ns - s->release_start_ns) != 0)
             errors++;
+        if (i > 0 && s->acquire_ns < a->log[i - 1].release_start_ns)
+            overlaps++; /* acquired before the holder before it called its release */
         if (i == 0 || s->worker == a->log[i - 1].worker)
             continue;
         handoffs++;
@@ -368,6 +372,7 @@ long long bench_contend(const bench_config *cfg, const bench_floor *floor, const
     bench_json_open("figures");
     bench_json_int("sections", sections);
     bench_json_num("sections_per_s", per_s);
+    bench_json_int("overlaps", overlaps);
     if (hold_us > 0)
         bench_json_num("ratio_to_ideal_sections_per_s", per_s / (1e6 / (double)hold_us));
     bench_json_int("handoffs", handoffs);

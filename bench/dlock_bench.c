@@ -35,7 +35,7 @@
  *                       contended_handoff P = 2, 4, 16 threads and 2, 4 processes,
  *                       hold_10ms P = 4 threads (client "naive" in the JSON)
  *   layout_floor        dlock's own acquire.lua and release.lua over plain hiredis, a
- *                       connection per thread: uncontended_pair T = 8 (client
+ *                       connection per thread: uncontended_pair T = 1, 8 (client
  *                       "layout_floor": the ceiling of any client of Redisson's layout)
  *
  * --redlock-urls names the 5 independent redis-servers redlock_acquire puts its members
@@ -246,9 +246,9 @@ int main(int argc, char **argv) {
         errors += bench_floor_adjacent(&cfg, &floor);
         errors += bench_naive_contend(&cfg, &floor, "hold_10ms", 4, false, 10000);
     }
-    if (selected(&cfg, "layout_floor")) {
+    for (size_t i = 0; i < 2 && selected(&cfg, "layout_floor"); i++) {
         errors += bench_floor_adjacent(&cfg, &floor);
-        errors += bench_layout_floor_pair(&cfg, &floor, 8);
+        errors += bench_layout_floor_pair(&cfg, &floor, pair_threads[i]);
     }
     if (errors)
         fprintf(stderr, "dlock-bench: %lld error(s), see the JSON's \"errors\"\n", errors);

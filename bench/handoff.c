@@ -23,7 +23,9 @@
  * return: a worker passed over again and again shows in its max. The client CPU per section of the
  * process mode counts the children's whole lives (connect and warm-up too), and so do the
  * wakes per section (every client's dlock_client_stats wakes over the sections): a release
- * that wakes a waiter in every process shows as up to P - 1 wakes per section. */
+ * that wakes a waiter in every process shows as up to P - 1 wakes per section. overlaps
+ * counts sections whose acquire returned before the section before them called its release
+ * (two holders at once: must be 0). */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -189,7 +191,7 @@ static void join_workers(arena *a, int started, bool processes, pthread_t *tids,
 }
 
 typedef struct handoff_figures {
-    long long sections, handoffs;
+    long long sections, handoffs, overlaps;
     int64_t end_ns;
     bench_samples latency, from_start, wait;
     long long min_sections, max_sections;
@@ -206,6 +208,8 @@ static int analyse(const arena *a, int workers, handoff_figures *f) {
         if (bench_samples_push(&f->wait, s->acquire_ns - s->acquire_start_ns) != 0)
             return -1;
         const section *prev = i > 0 ? &a->log[i - 1] : NULL;
+        if (prev && s->acquire_ns < prev->release_start_ns)
+            f->overlaps++;
         if (!prev || s->worker == prev->worker)
             continue;
         f->handoffs++;
@@ -287,6 +291,7 @@ long long bench_contended_handoff(const bench_config *cfg, const bench_floor *fl
     bench_json_num("sections_per_s", seconds > 0 ? (double)f.sections / seconds : 0);
     bench_json_int("handoffs", f.handoffs);
     bench_json_num("handoff_share", f.sections > 1 ? (double)f.handoffs / (f.sections - 1) : NAN);
+    bench_json_int("overlaps", f.overlaps);
     bench_json_latency("handoff", &f.latency);
     bench_json_int("min_sections_per_worker", f.min_sections);
     bench_json_int("max_sections_per_worker", f.max_sections);

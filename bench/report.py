@@ -3,7 +3,7 @@
 """report.py — the tables and the picture of one benchmark run (bench/run.sh calls it).
 
     bench/report.py RESULTS.json [--png OUT.png] [--png-throughput OUT.png] [--elapsed S]
-                    [--load TEXT] [--command TEXT]
+                    [--load TEXT] [--command TEXT] [--baseline EARLIER.json]
 
 RESULTS.json is the JSON array bench/run.sh wrote: the objects of dlock-bench (dlock, the
 floor, the naive lock) and of the peers (bench/peers/). Prints, on stdout:
@@ -22,6 +22,9 @@ floor, the naive lock) and of the peers (bench/peers/). Prints, on stdout:
   5. a Cluster's contended hand-off (bench/cluster.sh's lines, when the run has them);
   6. what sync_replicas=auto costs against 0 with one replica (bench/sync_replicas.sh's
      object, when the run has it): pairs/s per round, the cost, WAITs per pair, the bound;
+  7. issue 29's items 1, 2 and 4 the same way: dlock against the naive lock of this run, the
+     kept figures (32 threads, longest wait, fairness, wakes, overlaps), and the async face
+     and the watchdog against --baseline, an earlier run (printed, not judged, without one);
 with --png-throughput draws pairs/s against threads (uncontended_pair) for dlock, the naive
 lock and the peers, with the async face and the script ceilings as lines; and with --png draws the hand-off latency distributions (CDF, from the release call to
 the next acquire returning) of contended_handoff with P = 2, 4, 16 threads/workers, one
@@ -454,6 +457,118 @@ def target_rows(objs):
     return rows
 
 
+# ---- 7. issue 29's items 1, 2 and 4: met or missed, from the figures of this run -------------
+
+
+def issue29_rows(objs, baseline=None):
+    """[item, figure, measured, bound, ratio, verdict] per line for issue 29's items 1, 2 and 4.
+    Each ratio is between two figures of this run (the naive lock beside dlock); "no worse
+    than today" (the async face, the watchdog) is held against BASELINE, an earlier run's
+    results, when given ("see note" without one)."""
+    by = index(objs)
+    rows = [["item", "figure", "measured", "bound", "ratio", "verdict"]]
+
+    def fig(impl, workload, size, mode="threads", among=by):
+        o = among.get((impl, workload, size, mode))
+        return o["figures"] if o else {}
+
+    def check(tid, label, value, bound, ratio, ok, fmt=big):
+        verdict = "no data" if value is None or ratio is None else ("met" if ok else "missed")
+        rows.append([tid, label, fmt(value), bound, r2(ratio) if ratio is not None else "-", verdict])
+
+    def note(tid, label, value):
+        rows.append([tid, label, value, "-", "-", "see note"])
+
+    # 1. one thread, its own client, against the naive lock's one thread (its own connection)
+    d, n = fig("dlock", "uncontended_pair", 1), fig("naive", "uncontended_pair", 1)
+    ratio = per(d.get("pairs_per_s"), n.get("pairs_per_s"))
+    check("1a", f"pairs/s T=1 / naive T=1 ({big(n.get('pairs_per_s'))})", d.get("pairs_per_s"),
+          ">= 0.85x", ratio, ratio is not None and ratio >= 0.85)
+    ratio = per(d.get("pair_p50_us"), n.get("pair_p50_us"))
+    check("1b", f"pair p50 us T=1 / naive p50 ({r1(n.get('pair_p50_us'))} us)", d.get("pair_p50_us"),
+          "<= 1.2x", ratio, ratio is not None and ratio <= 1.2)
+    layout = fig("layout_floor", "uncontended_pair", 8).get("pairs_per_s")
+    note("1'", f"PING p50 beside them: dlock {r1(d.get('floor_ping_p50_us'))}, naive "
+         f"{r1(n.get('floor_ping_p50_us'))} us; dlock_client_ping p50 {r1(d.get('client_ping_p50_us'))} us",
+         r1(d.get("client_ping_p50_us")))
+    # what the client cannot take off: dlock's own scripts over plain hiredis, one thread
+    lf = fig("layout_floor", "uncontended_pair", 1)
+    if lf:
+        note("1''", f"layout_floor T=1 (dlock's scripts over plain hiredis) {big(lf.get('pairs_per_s'))} pairs/s, "
+             f"p50 {r1(lf.get('pair_p50_us'))} us: dlock {r2(per(d.get('pairs_per_s'), lf.get('pairs_per_s')))}x "
+             f"its pairs/s, naive {r2(per(n.get('pairs_per_s'), lf.get('pairs_per_s')))}x",
+             big(lf.get("pairs_per_s")))
+
+    # 2. 8 threads with a client each against the naive lock's 8 threads (a connection each)
+    own, naive = fig("dlock", "client_pair", 8).get("pairs_per_s"), fig("naive", "uncontended_pair", 8).get("pairs_per_s")
+    ratio = per(own, naive)
+    check("2", f"pairs/s T=8 a client each / naive T=8 ({big(naive)})", own, ">= 0.85x", ratio,
+          ratio is not None and ratio >= 0.85)
+    if layout:
+        note("2'", f"layout_floor T=8 (dlock's scripts over plain hiredis) {big(layout)} pairs/s: "
+             f"dlock {r2(per(own, layout))}x of it, naive {r2(per(naive, layout))}x", big(layout))
+
+    # 4. kept
+    t1, t32 = fig("dlock", "uncontended_pair", 1).get("pairs_per_s"), fig("dlock", "uncontended_pair", 32).get("pairs_per_s")
+    ratio = per(t32, t1)
+    check("4a", f"pairs/s T=32 / T=1 ({big(t1)}), one client", t32, ">= 4x", ratio, ratio is not None and ratio >= 4)
+    for mode, size in (("processes", 4), ("threads", 4)):
+        f = fig("dlock", "contended_handoff", size, mode)
+        wait, key = wait_max_of(f)
+        check("4b", f"P={size} {mode}: longest wait ({key or 'wait_max_us'})", wait, "<= 10000 us",
+              per(wait, 10000), wait is not None and wait <= 10000)
+        check("4c", f"P={size} {mode}: sections min/max per worker", f.get("fairness_min_max"), ">= 0.5",
+              f.get("fairness_min_max"), (f.get("fairness_min_max") or 0) >= 0.5, r2)
+        woken = f.get("wakes_per_section")
+        check("4d", f"P={size} {mode}: waiters woken per release", woken, "<= 1", woken,
+              woken is not None and woken <= 1.0, r2)
+    # the async face: its pairs/s as a share of the pipelined script ceiling of the same run
+    a = next((o["figures"] for o in objs if o["workload"] == "async_pairs" and o.get("client") == "dlock"), {})
+
+    def async_share(among):
+        af = next((o["figures"] for o in among if o["workload"] == "async_pairs" and o.get("client") == "dlock"), {})
+        ceiling = next((o["figures"].get("scripts_per_s") for o in among if o["workload"] == "floor_script"
+                        and o.get("params", {}).get("pipeline") == 16), None)
+        scripts = (af.get("evalsha_per_pair") or 0) + (af.get("eval_per_pair") or 0)
+        return per(af.get("pairs_per_s"), ceiling / scripts) if ceiling and scripts else None
+
+    share = async_share(objs)
+    r = next((o for o in objs if o["workload"] == "renewal_target"), None)
+    rf = r["figures"] if r else {}
+    if baseline is None:
+        note("4e", f"async pairs/s {big(a.get('pairs_per_s'))} = {r2(share)}x the script ceiling "
+             "(no --baseline run to hold it against)", r2(share))
+        note("4f", f"watchdog, {r.get('params', {}).get('locks') if r else '?'} leases: scripts, client CPU ms "
+             "per period (no --baseline run)",
+             f"{big(rf.get('scripts_per_period'))}, {r2(rf.get('client_cpu_ms_per_period'))}")
+    else:
+        before = async_share(baseline)
+        ratio = per(share, before)
+        check("4e", f"async pairs/s as a share of the script ceiling, {r2(share)} / baseline's {r2(before)}",
+              share, ">= 0.9x", ratio, ratio is not None and ratio >= 0.9, r2)
+        b = next((o["figures"] for o in baseline if o["workload"] == "renewal_target"), {})
+        ratio = per(rf.get("scripts_per_period"), b.get("scripts_per_period"))
+        check("4f", f"watchdog scripts per period / baseline's ({big(b.get('scripts_per_period'))})",
+              rf.get("scripts_per_period"), "<= 1x", ratio, ratio is not None and ratio <= 1.0)
+        ratio = per(rf.get("client_cpu_ms_per_period"), b.get("client_cpu_ms_per_period"))
+        check("4f", f"watchdog client CPU ms per period / baseline's ({r2(b.get('client_cpu_ms_per_period'))})",
+              rf.get("client_cpu_ms_per_period"), "<= 1.25x", ratio, ratio is not None and ratio <= 1.25, r2)
+    # no two holders at once, in any workload that can tell
+    overlaps, seen = 0, []
+    for o in objs:
+        if o.get("client") != "dlock":
+            continue
+        f = o["figures"]
+        for key in ("overlaps", "violations", "order_violations"):
+            if key in f:
+                overlaps += f[key] or 0
+                seen.append(o["workload"])
+    check("4g", f"overlaps in every dlock workload that tells ({len(seen)} rows of "
+          f"{', '.join(sorted(set(seen))) or 'none'})", overlaps if seen else None, "= 0",
+          overlaps if seen else None, overlaps == 0, lambda v: "-" if v is None else str(int(v)))
+    return rows
+
+
 # ---- 5. a Cluster: no starvation through redis-cluster:// (bench/cluster.sh) ---------------------
 
 
@@ -649,6 +764,7 @@ def main():
     ap.add_argument("--elapsed")
     ap.add_argument("--load")
     ap.add_argument("--command")
+    ap.add_argument("--baseline", help="an earlier run's RESULTS.json: issue 29's \"no worse than today\"")
     args = ap.parse_args()
     with open(args.results) as fh:
         objs = json.load(fh)
@@ -694,6 +810,14 @@ def main():
         print("== 6. sync_replicas=auto against 0, a master and one replica (bench/sync_replicas.sh; "
               "issue 29.5) ==", file=out)
         table(sync_rows, out)
+    print("", file=out)
+    baseline = None
+    if args.baseline:
+        with open(args.baseline) as fh:
+            baseline = json.load(fh)
+    print("== 7. Issue 29, items 1, 2 and 4, each from figures of this run"
+          + (f" (\"no worse\": against {args.baseline})" if baseline else "") + " ==", file=out)
+    table(issue29_rows(objs, baseline), out)
     bad = [f"{impl_of(o)} {o['workload']} {json.dumps(o.get('params', {}).get('threads', o.get('params', {}).get('workers')))}: {o['errors']}"
            for o in objs if o.get("errors")]
     if bad:

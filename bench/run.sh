@@ -55,6 +55,9 @@
 # are held against the floor_* rows measured at the start). DLOCK_BENCH_PIN=0 turns
 # pinning off; the placement is recorded in every JSON object.
 #
+# DLOCK_BENCH_BASELINE=EARLIER.json holds the async face and the watchdog against an earlier
+# run's results (bench/report.py --baseline): issue 29's "no worse than before".
+#
 # QUICK=1 shortens every workload (1 s instead of 3 s; fewer floor samples; renewal_scale
 # without 100k locks, waiters_scale without 10k): under 2 minutes instead of about 4-5.
 # Exits 1 if any program counted errors or failed (the results are kept all the same),
@@ -357,6 +360,8 @@ png_throughput="$root/bench/results/$stamp-throughput.png"
 report_args=(--elapsed "$(($(date +%s) - t_start))" --load "$load_start -> $load_end"
     --command "${QUICK:+QUICK=$QUICK }make bench")
 [ "$gnuplot_ok" = 1 ] && report_args+=(--png "$png" --png-throughput "$png_throughput")
+# an earlier run's results, for issue 29's "no worse than before" rows (report.py --baseline)
+[ -n "${DLOCK_BENCH_BASELINE:-}" ] && report_args+=(--baseline "$DLOCK_BENCH_BASELINE")
 "$report_python" "$root/bench/report.py" "$out" "${report_args[@]}" |
     tee "$root/bench/results/$stamp.txt" || status=1
 [ "$gnuplot_ok" = 1 ] && [ -f "$png" ] && echo "run.sh: pictures in ${png#"$root"/} and ${png_throughput#"$root"/}" >&2

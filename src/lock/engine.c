@@ -102,6 +102,33 @@ static void tell_lost(lock_handle *l, uint64_t owner, int reason) {
         to.fn(&l->base, owner, reason, to.arg);
 }
 
+static void tell_handles_lost(lock_state *st, uint64_t owner, int reason) {
+    dlock__user_callback_enter(st->client);
+    for (lock_handle *l = st->handles; l; l = l->next_of_state)
+        tell_lost(l, owner, reason);
+    dlock__user_callback_leave(st->client);
+}
+
+/* A loss found on a thread that may not call the application back, on its way to the
+ * loop thread. It is queued before any later call on the handles (a free among them), so
+ * st is still there when it runs. */
+typedef struct lost_carried {
+    dlock__op op;
+    lock_state *st;
+    uint64_t owner;
+    int reason;
+} lost_carried;
+
+static void lost_carried_run(dlock__op *o) {
+    lost_carried *c = DLOCK__CONTAINER_OF(o, lost_carried, op);
+    tell_handles_lost(c->st, c->owner, c->reason);
+    dlock__free(c);
+}
+
+static void lost_carried_dropped(dlock__op *o) { /* the client closed first */
+    dlock__free(DLOCK__CONTAINER_OF(o, lost_carried, op));
+}
+
 void dlock__holds_lost(hold *h, int reason) {
     if (h->count <= 0)
         return;
@@ -112,10 +139,20 @@ void dlock__holds_lost(hold *h, int reason) {
     h->count = 0;
     dlock__hold_unwatch(h);
     dlock__stat_lease_lost(st->client);
-    dlock__user_callback_enter(st->client);
-    for (lock_handle *l = st->handles; l; l = l->next_of_state)
-        tell_lost(l, h->owner, reason);
-    dlock__user_callback_leave(st->client);
+    if (!dlock__user_callbacks_elsewhere(st->client)) {
+        tell_handles_lost(st, h->owner, reason);
+        return;
+    }
+    lost_carried *c = dlock__calloc(1, sizeof(*c));
+    if (!c)
+        return; /* the callback is missed; the owner's release still says DLOCK_ELOST */
+    dlock__op_init(&c->op, st->client, lost_carried_run);
+    c->op.complete = lost_carried_dropped;
+    c->st = st;
+    c->owner = h->owner;
+    c->reason = reason;
+    if (dlock__op_post_carried(&c->op) != DLOCK_OK)
+        dlock__free(c);
 }
 
 static void set_lost_start(dlock__op *o) {

@@ -16,6 +16,7 @@
  * and would need every such start to remember the settling (a handle's free may destroy
  * the memory its op lives in before it could): those it forgot grew the gauge without
  * end under MultiLock. The call an internal op serves is counted already, as its own op. */
+#include <poll.h>
 #include <semaphore.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -166,9 +167,16 @@ void dlock__op_complete(dlock__op *op, int status) {
     dlock__user_callback_leave(c);
 }
 
+bool dlock__user_callbacks_elsewhere(const dlock_client *c) {
+    return DLOCK__ENGINE(c)->own_loop && dlock__loop_held_here(DLOCK__NET(c)->loop);
+}
+
 void dlock__user_callback_enter(dlock_client *c) {
-    /* The application's callbacks run on the loop's own thread, never on one that borrowed
-     * the loop to start its call (no start completes another op): a broken rule. */
+    /* The application's callbacks run on the loop's own thread, never on one that holds
+     * the loop for a call of its own: one that borrowed it to start the call (no start
+     * completes another op), or took it to read its reply (a primitive carries what that
+     * reply would call back to the loop thread: dlock__user_callbacks_elsewhere). Either
+     * way here is a broken rule. */
     if (DLOCK__ENGINE(c)->own_loop && dlock__loop_held_here(DLOCK__NET(c)->loop))
         abort();
     DLOCK__ENGINE(c)->callback_depth++;
@@ -178,11 +186,87 @@ void dlock__user_callback_leave(dlock_client *c) {
     DLOCK__ENGINE(c)->callback_depth--;
 }
 
+/* The socket the call's command went out on, lent to this thread (loop.h, "the lone
+ * caller"), or -1. Only for a call alone on its client that sent one command (sent since
+ * sent_before) and nothing else is in flight or queued: the one reply on the socket is its
+ * own, and what reacts to it can only be this call (and the lost callbacks that reply may
+ * fire, which go to the I/O thread). One connection of plain bytes: not in a Cluster (a
+ * command per node), not TLS. A call that sent more, or beside others, gives a lending
+ * still on back to the I/O thread, which reads its reply. */
+static int lend_for(const dlock__op *op, uint64_t sent_before, uint64_t *generation) {
+    dlock_client *c = op->client;
+    dlock__conn *conn = &DLOCK__NET(c)->conn;
+    uint64_t sent = conn->commands_sent - sent_before;
+    if (DLOCK__TOPOLOGY(c)->cluster || !conn->link.sock || sent == 0)
+        return -1; /* no reply of its own to read (the call needed no I/O): nothing changes */
+    /* one caller at a time: two polling one socket could each read the other's reply, and
+     * the one whose reply was read would sleep on; the bell wakes one of them */
+    bool alone = sent == 1 && !atomic_load(&DLOCK__ENGINE(c)->loop_share.leading) &&
+                 conn->link.state == LINK_READY && conn->inflight.count == 1 &&
+                 conn->pending.count == 0 &&
+                 atomic_load(&DLOCK__BASE(c)->stats.v[DLOCK__STAT_CALLS]) == 1;
+    *generation = conn->link.generation;
+    return dlock__sock_lend(conn->link.sock, DLOCK__ENGINE(c)->loop_share.bell, alone);
+}
+
+/* The lending of generation's socket, if it is still on; under the loop. */
+static dlock__sock *still_lent(dlock_client *c, uint64_t generation) {
+    dlock__link *link = &DLOCK__NET(c)->conn.link;
+    if (link->generation != generation || !link->sock || !dlock__sock_lent(link->sock))
+        return NULL;
+    return link->sock;
+}
+
+/* Waits for the call's reply on the lent socket fd and reads it on this thread, until the
+ * call is over, or the lending ends (the bell): the I/O thread then finishes the call as
+ * for any other. No time limit of its own: the reply timeout runs on the I/O thread, and
+ * ends the lending when it drops the connection. What the call's reply sent on (a script
+ * sent again as EVAL) is read here too; replies still due when the call is over are the
+ * I/O thread's to read: the lending ends. */
+static void read_own_reply(dlock__op *op, int fd, uint64_t generation) {
+    dlock_client *c = op->client;
+    dlock__loop_share *share = &DLOCK__ENGINE(c)->loop_share;
+    for (;;) {
+        struct pollfd ready[2] = {{.fd = fd, .events = POLLIN},
+                                  {.fd = share->bell, .events = POLLIN}};
+        if (poll(ready, 2, -1) < 0)
+            continue; /* EINTR */
+        if (!dlock__loop_take(share))
+            return; /* the client closes: that ends the call */
+        if (ready[1].revents)
+            dlock__loop_bell_clear(share->bell);
+        dlock__sock *sock = still_lent(c, generation);
+        if (sock && ready[0].revents)
+            dlock__sock_read_lent(sock); /* may free sock */
+        bool lent = still_lent(c, generation) != NULL;
+        bool due = DLOCK__NET(c)->conn.inflight.count > 0 || DLOCK__NET(c)->conn.pending.count > 0;
+        /* over once its completion uncounted it (read here, under the loop: its semaphore
+         * may be posted later, by whichever thread lets go of the loop next) */
+        bool over = !op->counted;
+        dlock__loop_give_back(share); /* wakes this call's semaphore if it is over */
+        if (!lent)
+            return;
+        if (!over) {
+            if (due)
+                continue; /* (the rest of) a reply of its own */
+            return;       /* waiting for something else than a reply: a message, a timer */
+        }
+        if (due && dlock__loop_take(share)) {
+            if ((sock = still_lent(c, generation)) != NULL &&
+                (DLOCK__NET(c)->conn.inflight.count > 0 || DLOCK__NET(c)->conn.pending.count > 0))
+                dlock__sock_lend(sock, share->bell, false);
+            dlock__loop_give_back(share);
+        }
+        return;
+    }
+}
+
 /* A blocking call started on the caller's thread, which borrows the loop while the I/O
- * thread sleeps in its poll (loop.h): no wake-up of the I/O thread to start it, only for
- * its reply. Only when nothing is queued, so calls still start in the order they were
- * made. DLOCK__NOT_STARTED: the loop is busy (its thread takes the op from the queue in
- * the turn it is in), or this is not a client with a loop of its own. */
+ * thread sleeps in its poll (loop.h): no wake-up of the I/O thread to start it. Alone on
+ * its client, the call also reads its own reply (read_own_reply); otherwise the I/O thread
+ * does, and wakes it. Only when nothing is queued, so calls still start in the order they
+ * were made. DLOCK__NOT_STARTED: the loop is busy (its thread takes the op from the queue
+ * in the turn it is in), or this is not a client with a loop of its own. */
 #define DLOCK__NOT_STARTED 1
 static int start_here(dlock__op *op) {
     dlock_client *c = op->client;
@@ -194,10 +278,37 @@ static int start_here(dlock__op *op) {
     if (rc == DLOCK_OK)
         count_call(op);
     pthread_mutex_unlock(&s->mu);
-    if (rc == DLOCK_OK)
+    int lent_fd = -1;
+    uint64_t generation = 0;
+    if (rc == DLOCK_OK) {
+        uint64_t sent_before = DLOCK__NET(c)->conn.commands_sent;
         op->start(op);
+        lent_fd = lend_for(op, sent_before, &generation);
+    }
+    if (lent_fd >= 0)
+        atomic_store(&DLOCK__ENGINE(c)->loop_share.leading, true); /* under the loop */
     dlock__loop_give_back(&DLOCK__ENGINE(c)->loop_share);
+    if (lent_fd >= 0) {
+        read_own_reply(op, lent_fd, generation);
+        atomic_store(&DLOCK__ENGINE(c)->loop_share.leading, false);
+    }
     return rc;
+}
+
+/* Set on a thread that, reading its own reply, carried a callback to the loop thread
+ * (dlock__op_post_carried): its call returns once that callback has run, as it would
+ * have had the loop thread read the reply. */
+static _Thread_local bool carried;
+
+int dlock__op_post_carried(dlock__op *op) {
+    int rc = dlock__op_post(op);
+    if (rc == DLOCK_OK)
+        carried = true;
+    return rc;
+}
+
+static void barrier_start(dlock__op *op) {
+    dlock__op_complete(op, DLOCK_OK);
 }
 
 int dlock__op_run(dlock__op *op) {
@@ -214,6 +325,12 @@ int dlock__op_run(dlock__op *op) {
         while (sem_wait(&done) != 0)
             ; /* EINTR: keep waiting, the op is still running */
         rc = op->status;
+        if (carried) { /* an op that does nothing, queued behind what was carried */
+            carried = false;
+            dlock__op barrier;
+            dlock__op_init(&barrier, c, barrier_start);
+            (void)dlock__op_run(&barrier); /* a closing client ran or dropped it already */
+        }
         dlock__set_last_error(op->error_text);
     }
     sem_destroy(&done);

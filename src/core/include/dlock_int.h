@@ -284,6 +284,13 @@ int dlock__op_fail(dlock__op *op, int err, const char *fmt, ...)
  * client under the caller's feet. */
 void dlock__user_callback_enter(dlock_client *c);
 void dlock__user_callback_leave(dlock_client *c);
+/* True on a thread that may not call the application back now: a blocking caller that
+ * holds the client's loop to read its own reply (loop.h). A primitive then carries its
+ * callback to the loop thread (dlock__op_post_carried) instead of calling it here. */
+bool dlock__user_callbacks_elsewhere(const dlock_client *c);
+/* dlock__op_post for such a carried callback: the blocking call of the thread that carried
+ * it returns only after it has run (it would have run before, on the loop thread). */
+int dlock__op_post_carried(dlock__op *op);
 
 /* ---- handles: a primitive's object and the ops in flight on it (handle.c) -------------- */
 

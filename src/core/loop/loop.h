@@ -95,7 +95,10 @@ void dlock__loop_io_stop(dlock__loop *loop, dlock__loop_io *io);
 typedef struct dlock__loop_share {
     pthread_mutex_t mu;
     dlock__loop *loop;
+    bool running;          /* dlock__loop_run_shared has begun and not ended; under mu */
     bool polling;          /* the I/O thread sleeps in the poll; under mu */
+    int bell;              /* a caller waiting for its own reply polls it too (below); -1: none */
+    atomic_bool leading;   /* a caller waits for its own reply (below): one at a time */
     atomic_bool io_wants;  /* the poll is over, the I/O thread waits for mu: lend no more */
     bool changed;          /* the borrower changed a watcher; under mu */
     dlock__loop_fn let_go; /* runs each time the loop is let go (the poll, a give-back) */
@@ -131,6 +134,35 @@ bool dlock__loop_held_here(const dlock__loop *loop);
 bool dlock__loop_defer(dlock__loop *loop, dlock__loop_fn fn, void *arg);
 /* Takes back a deferred fn(arg) (its arg is about to go), if there is one. */
 void dlock__loop_undefer(dlock__loop *loop, dlock__loop_fn fn, void *arg);
+
+/* ---- the lone caller reads its own reply ---------------------------------------------------
+ *
+ * Borrowing saves the wake-up that starts a call, not the one that ends it: the reply
+ * still wakes the I/O thread, which then wakes the caller. A caller alone on its client
+ * (nothing else in flight) may instead wait on the connection's socket itself and read its
+ * reply there, as a hand-written client over a blocking socket does: one wake-up per call.
+ * For that the I/O thread must not be watching that socket, or the reply would wake it
+ * too: the connection lends its socket (sock.c stops the watcher with
+ * dlock__loop_io_lend, which does not wake the poll; the poll may still wake once for the
+ * first reply, and then forgets the socket), and keeps it lent across the caller's
+ * following calls. Anything else that needs the socket takes it back (a command of someone
+ * else's, a failure, a short idle time), and rings the share's bell, which the waiting
+ * caller polls beside the socket: it then leaves the reply to the I/O thread as before.
+ * The caller reads with dlock__loop_take, under the same rules as a borrower; and since
+ * what reacts to a reply may call the application back, those callbacks are carried to the
+ * I/O thread, and the call returns after they ran (dlock__user_callbacks_elsewhere,
+ * dlock__op_post_carried: dlock_int.h). */
+
+/* Stops io without waking the poll (a lent socket: loop.h above). */
+void dlock__loop_io_lend(dlock__loop *loop, dlock__loop_io *io);
+/* Takes the loop for a caller whose socket is readable: waits while the I/O thread runs a
+ * turn. False once the loop has ended (the client is closing). Every true is followed by
+ * dlock__loop_give_back. */
+bool dlock__loop_take(dlock__loop_share *share);
+/* Rings the bell (any thread; the eventfd of dlock__loop_share.bell). */
+void dlock__loop_bell_ring(int bell);
+/* Empties the bell before a caller looks at why it rang. */
+void dlock__loop_bell_clear(int bell);
 
 /* The async face's constructor as the library sees it: dlock/adapters/libev.h declares it
  * for the application with <ev.h>; loop_ev.c, which includes both, has the compiler check

@@ -5,8 +5,12 @@
  * Each watcher of loop.h is a libev watcher plus the callback it calls, kept in its
  * owner's opaque storage. A connection's socket has two io watchers, one for reading and
  * one for writing, which sock.c starts and stops as it needs them. */
+#include <errno.h>
 #include <ev.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "loop/loop.h"
 #include "dlock/adapters/libev.h" /* the application's declaration of dlock_client_new_on_loop:
@@ -150,6 +154,12 @@ void dlock__loop_io_start(dlock__loop *loop, dlock__loop_io *io) {
     changed(loop);
 }
 
+void dlock__loop_io_lend(dlock__loop *loop, dlock__loop_io *io) {
+    /* no changed(): a poll that sleeps on io wakes at most once for it, and libev then
+     * drops the descriptor from its set (it reads an event nobody wants as "forget it") */
+    ev_io_stop(loop, &io_of(io)->watcher);
+}
+
 void dlock__loop_io_stop(dlock__loop *loop, dlock__loop_io *io) {
     ev_io_stop(loop, &io_of(io)->watcher);
     changed(loop);
@@ -188,6 +198,8 @@ void dlock__loop_share_init(dlock__loop_share *share, dlock__loop *loop, dlock__
     share->let_go = let_go;
     share->let_go_arg = let_go_arg;
     atomic_init(&share->io_wants, false);
+    atomic_init(&share->leading, false);
+    share->bell = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); /* -1: callers never lead */
     dlock__loop_wake_init(&share->nudge, nudged, NULL);
     dlock__loop_wake_start(loop, &share->nudge);
     ev_set_userdata(loop, share);
@@ -197,12 +209,16 @@ void dlock__loop_share_init(dlock__loop_share *share, dlock__loop *loop, dlock__
 void dlock__loop_share_destroy(dlock__loop_share *share) {
     dlock__loop_wake_stop(share->loop, &share->nudge);
     ev_set_loop_release_cb(share->loop, NULL, NULL);
+    if (share->bell >= 0)
+        close(share->bell);
     pthread_mutex_destroy(&share->mu);
 }
 
 void dlock__loop_run_shared(dlock__loop_share *share) {
     pthread_mutex_lock(&share->mu);
+    share->running = true;
     ev_run(share->loop, 0);
+    share->running = false;
     pthread_mutex_unlock(&share->mu);
     share->let_go(share->let_go_arg);
 }
@@ -218,6 +234,31 @@ bool dlock__loop_borrow(dlock__loop_share *share) {
     share->changed = false;
     borrowed = share;
     return true;
+}
+
+bool dlock__loop_take(dlock__loop_share *share) {
+    pthread_mutex_lock(&share->mu);
+    if (!share->running) {
+        pthread_mutex_unlock(&share->mu);
+        return false;
+    }
+    share->changed = false;
+    borrowed = share;
+    return true;
+}
+
+void dlock__loop_bell_ring(int bell) {
+    uint64_t one = 1;
+    ssize_t n;
+    do /* a full counter (never here: it is emptied at each look) would still be rung */
+        n = write(bell, &one, sizeof(one));
+    while (n < 0 && errno == EINTR);
+}
+
+void dlock__loop_bell_clear(int bell) {
+    uint64_t count;
+    while (read(bell, &count, sizeof(count)) < 0 && errno == EINTR)
+        ;
 }
 
 void dlock__loop_give_back(dlock__loop_share *share) {

@@ -69,6 +69,16 @@ int dlock__sock_write(dlock__sock *s, const char *buf, size_t len);
 void dlock__sock_close(dlock__sock *s); /* NULL: no-op */
 /* The TLS session of s (dlock__tls_*), or NULL: plain, or s NULL. */
 void *dlock__sock_tls_session(const dlock__sock *s);
+/* Lends the reading of s to the calling thread, which holds the loop and has just
+ * written on s (loop.h, "the lone caller"): its descriptor, or -1 when s cannot be lent
+ * (TLS, not open, a write pending) or lend is false (then a lending still on ends: the
+ * call's reply is the loop's to read). The lending ends when anything else needs s,
+ * ringing bell. */
+int dlock__sock_lend(dlock__sock *s, int bell, bool lend);
+bool dlock__sock_lent(const dlock__sock *s); /* lent, and not taken back since */
+/* The lent s is readable: reads it on the calling thread (which holds the loop). False,
+ * reading nothing, when the lending has ended. s may be gone when it returns. */
+bool dlock__sock_read_lent(dlock__sock *s);
 
 /* ---- a connection to Redis with its handshake and reconnects (link.c) ------------------ */
 

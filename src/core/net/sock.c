@@ -19,6 +19,10 @@
  *     pending) are read in the same turn, as the socket is no longer readable for them.
  *   - Under TLS a read may need the socket writable and a write may need it readable
  *     (renegotiation, key updates): each side remembers what the other needs.
+ *   - The reading may be lent to a caller that waits for its own reply on the blocking face
+ *     (loop.h, "the lone caller"): the reader watcher is stopped and the caller reads,
+ *     holding the loop, when the socket is readable. Whatever else needs the socket (a
+ *     write, a failure, LEND_IDLE_MS without a caller) takes it back and rings the bell.
  *   - A TLS handshake the server has not answered at all after PLAIN_CHECK_MS may be
  *     talking to a plain-text port: Redis reads the hello as an inline command, waits for
  *     a newline that never comes, and says nothing until the connect timeout. A second
@@ -49,6 +53,10 @@ enum sock_state { S_RESOLVING, S_CONNECTING, S_HANDSHAKE, S_OPEN, S_FAILED };
 /* How long a TLS handshake waits for the server's first byte before it asks, on a second
  * connection, whether the port speaks plain text: a TLS server answers the hello at once. */
 #define PLAIN_CHECK_MS 500
+
+/* How long a lent socket stays lent without a caller reading it: the I/O thread then
+ * watches it again, so that an idle client notices a connection the server closed. */
+#define LEND_IDLE_MS 100
 
 /* The plain-text question on its own connection (see the opening comment). */
 typedef struct plain_check {
@@ -83,13 +91,26 @@ struct dlock__sock {
     char *out;
     size_t out_len, out_off, out_cap;
     bool send_deferred; /* a borrowing thread sends out[] when it gives the loop back */
-    int depth;          /* > 0 while a hook runs */
+    /* lent to a caller (dlock__sock_lend): the reader watcher is stopped, the caller reads */
+    bool lent;
+    int bell;                     /* rung when the lending ends */
+    uint64_t lends, lends_seen;   /* calls that leaned on the lending; as the timer last saw */
+    dlock__loop_timer lend_timer; /* LEND_IDLE_MS without a call: the lending ends */
+    bool lend_timer_running;
+    int depth; /* > 0 while a hook runs */
     bool closed;
 };
 
 /* ---- hooks ------------------------------------------------------------------------------ */
 
+static void lend_end(dlock__sock *s) {
+    s->lent = false;
+    dlock__loop_bell_ring(s->bell);
+}
+
 static void watch(dlock__sock *s, bool read, bool write) {
+    if (s->lent && (read || !write)) /* the loop reads it again, or nobody does: give it back */
+        lend_end(s);
     if (read != s->reading) {
         (read ? dlock__loop_io_start : dlock__loop_io_stop)(s->loop, &s->reader);
         s->reading = read;
@@ -599,6 +620,10 @@ int dlock__sock_write(dlock__sock *s, const char *buf, size_t len) {
     }
     memcpy(s->out + s->out_len, buf, len);
     s->out_len += len;
+    /* Someone else's command: its reply is the loop's to read. A caller that holds the
+     * loop settles it once its call has started (dlock__sock_lend). */
+    if (s->lent && !dlock__loop_held_here(s->loop))
+        watch(s, true, s->writing);
     if (s->state != S_OPEN || s->write_wants_read || s->writing || s->send_deferred)
         return DLOCK_OK; /* it leaves with what is already waiting to */
     /* On a thread that borrowed the loop (loop.h), the bytes leave when it gives the loop
@@ -611,9 +636,62 @@ int dlock__sock_write(dlock__sock *s, const char *buf, size_t len) {
     return DLOCK_OK;
 }
 
+/* ---- lending the reading to a caller --------------------------------------------------- */
+
+static void lend_idle_check(void *arg) {
+    dlock__sock *s = arg;
+    s->lend_timer_running = false;
+    if (!s->lent)
+        return;
+    if (s->lends != s->lends_seen) { /* a caller leaned on it since: keep it lent */
+        s->lends_seen = s->lends;
+        dlock__loop_timer_start(s->loop, &s->lend_timer, LEND_IDLE_MS);
+        s->lend_timer_running = true;
+        return;
+    }
+    watch(s, true, s->writing);
+}
+
+int dlock__sock_lend(dlock__sock *s, int bell, bool lend) {
+    if (!lend || bell < 0 || s->ssl || s->state != S_OPEN || s->writing || s->depth > 0) {
+        if (s->lent)
+            watch(s, true, s->writing);
+        return -1;
+    }
+    if (!s->lent) {
+        if (!s->reading)
+            return -1;
+        dlock__loop_io_lend(s->loop, &s->reader);
+        s->reading = false;
+        s->lent = true;
+        s->bell = bell;
+        if (!s->lend_timer_running) {
+            dlock__loop_timer_start(s->loop, &s->lend_timer, LEND_IDLE_MS);
+            s->lend_timer_running = true;
+        }
+    }
+    s->lends++;
+    return s->fd;
+}
+
+bool dlock__sock_lent(const dlock__sock *s) {
+    return s->lent;
+}
+
+bool dlock__sock_read_lent(dlock__sock *s) {
+    if (!s->lent)
+        return false;
+    on_readable(s); /* may free s */
+    return true;
+}
+
 /* ---- opening and closing ------------------------------------------------------------------ */
 
 static void sock_free(dlock__sock *s) {
+    if (s->lent)
+        lend_end(s);
+    if (s->lend_timer_running)
+        dlock__loop_timer_stop(s->loop, &s->lend_timer);
     if (s->send_deferred)
         dlock__loop_undefer(s->loop, send_borrowed, s);
     resolve_detach(s);
@@ -696,6 +774,7 @@ dlock__sock *dlock__sock_open(dlock__loop *loop, const dlock__endpoint *ep, dloc
     s->port = ep->port;
     s->plain.fd = -1;
     dlock__loop_timer_init(&s->plain.timer, plain_check_start, s);
+    dlock__loop_timer_init(&s->lend_timer, lend_idle_check, s);
     s->tls = ep->tls ? tls : NULL;
     if (ep->tls && !tls) {
         snprintf(err, errlen, "TLS asked for, but the client has no TLS settings");
