@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* cpp_lock.cpp — a tour of the C++ face (include/dlock.hpp): dlock's locks under the
+/* cpp.cpp — a tour of the C++ face (include/dlock.hpp): dlock's locks under the
  * standard library's own guards.
  *
  * Reads the server from $DLOCK_URL (scripts/run-demo.sh starts a private redis-server and
@@ -15,8 +15,8 @@
  *   6. errors: a bad name as a std::error_code of the "dlock" category, and as a
  *      std::system_error thrown by the constructor that has no error_code
  *
- * Build: it is example_cpp_lock in <build>/examples (cmake, when a C++ compiler is found);
- * run it with scripts/run-demo.sh build/examples/example_cpp_lock */
+ * Build: it is example_cpp in <build>/examples (cmake, when a C++ compiler is found);
+ * run it with scripts/run-demo.sh build/examples/example_cpp */
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -163,6 +163,6 @@ int main() {
         std::fprintf(stderr, "FAILED: %s (%s)\n", e.what(), e.code().message().c_str());
         return 1;
     }
-    std::puts("cpp_lock: every step answered as expected");
+    std::puts("cpp: every step answered as expected");
     return 0;
 }
