@@ -110,6 +110,8 @@ typedef struct writer {
     int acquire_rc, release_rc;
     int readers_inside_seen; /* must be 0: nobody reads while it writes */
     int64_t waited_ms;
+    atomic_bool inside; /* set once it holds the write lock */
+    atomic_bool done;   /* set by the tour: it may release now */
 } writer;
 
 /* The job that rewrites the table: a write hold excludes every reader and every other
@@ -123,7 +125,10 @@ static void *rewrite_table(void *arg) {
         return NULL;
     w->readers_inside_seen = atomic_load(&table.readers_inside);
     atomic_fetch_add(&table.version, 1);
-    sleep_ms(100);
+    /* it writes until the tour has shown what a reader meets meanwhile (at most 10 s) */
+    atomic_store(&w->inside, true);
+    for (int64_t until = now_ms() + 10000; !atomic_load(&w->done) && now_ms() < until;)
+        sleep_ms(1);
     w->release_rc = dlock_lock_release(w->write);
     return NULL;
 }
@@ -180,6 +185,8 @@ int main(void) {
         goto out;
     note_reader_inside();
     writer job = {.write = wr, .wait_ms = 10000};
+    atomic_init(&job.inside, false);
+    atomic_init(&job.done, false);
     pthread_t job_thread;
     if (!start(&job_thread, rewrite_table, &job))
         goto out;
@@ -187,11 +194,14 @@ int main(void) {
     atomic_fetch_sub(&table.readers_inside, 1);
     if (!expect(dlock_lock_release(rd), DLOCK_OK, "read release"))
         goto out;
-    sleep_ms(30); /* the writer is in */
+    /* wait until the writer is in (it had 10 s to get there), then try to read beside it */
+    for (int64_t until = now_ms() + 11000; !atomic_load(&job.inside) && now_ms() < until;)
+        sleep_ms(1);
     reader impatient = {.read = rd, .wait_ms = 0, .read_ms = 0};
     if (!start(&threads[0], read_table, &impatient))
         goto out;
     pthread_join(threads[0], NULL);
+    atomic_store(&job.done, true);
     pthread_join(job_thread, NULL);
     if (!expect(job.acquire_rc, DLOCK_OK, "writer's acquire") ||
         !check(job.readers_inside_seen == 0, "nobody read while the writer wrote") ||
