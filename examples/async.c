@@ -19,8 +19,8 @@
  *      two inside at once; every token is higher than the one before.
  *   2. while the first worker holds it, owner 4 tries with a 50 ms wait: its callback
  *      says DLOCK_ETIMEDOUT.
- *   3. owner 5 holds "example:async-lease" under the watchdog (watchdog_ms 900 here,
- *      renewed every 300 ms on the loop). An operator on another machine (here: another
+ *   3. owner 5 holds "example:async-lease" under the watchdog (watchdog_ms 3000 here,
+ *      renewed every second on the loop). An operator on another machine (here: another
  *      thread, with a blocking-face client of its own) force-releases it. The lost
  *      callback runs on the loop with DLOCK_ELOST, and owner 5's release then says
  *      DLOCK_ELOST.
@@ -47,7 +47,7 @@ enum {
     WORKERS = 3,            /* owners 1..3 queue for the report lock together */
     HOLD_MS = 150,          /* each keeps it this long, on a loop timer */
     IMPATIENT_WAIT_MS = 50, /* owner 4's wait, well inside the first worker's hold */
-    WATCHDOG_MS = 900,      /* the client's lease; renewed every third of it */
+    WATCHDOG_MS = 3000,     /* the client's lease; renewed every third of it */
     GUARD_MS = 20000        /* the whole program, or it fails */
 };
 
