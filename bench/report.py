@@ -339,12 +339,11 @@ def wait_max_of(f):
     return (f[keys[0]], keys[0]) if keys else (None, None)
 
 
-def target_rows(objs):
-    """[target, figure, measured, bound, ratio, verdict] per line; verdict is met, missed,
-    see note (no fixed bound) or no data (the run lacks a figure)."""
-    by = index(objs)
-    rows = [["target", "figure", "measured", "bound", "ratio", "verdict"]]
-
+def judged_rows(by, rows):
+    """The three helpers of a targets table (target_rows, issue29_rows) that appends to rows:
+    fig(impl, workload, size, mode="threads") -> that object's figures ({} when absent);
+    check(id, label, value, bound, ratio, ok, fmt=big) -> a row "met" / "missed" / "no data";
+    note(id, label, value) -> a row "see note"."""
     def fig(impl, workload, size, mode="threads"):
         o = by.get((impl, workload, size, mode))
         return o["figures"] if o else {}
@@ -355,6 +354,16 @@ def target_rows(objs):
 
     def note(tid, label, value):
         rows.append([tid, label, value, "-", "-", "see note"])
+
+    return fig, check, note
+
+
+def target_rows(objs):
+    """[target, figure, measured, bound, ratio, verdict] per line; verdict is met, missed,
+    see note (no fixed bound) or no data (the run lacks a figure)."""
+    by = index(objs)
+    rows = [["target", "figure", "measured", "bound", "ratio", "verdict"]]
+    fig, check, note = judged_rows(by, rows)
 
     # 1. uncontended pair p50, 1 thread, against two PINGs measured just before it
     f = fig("dlock", "uncontended_pair", 1)
@@ -467,17 +476,7 @@ def issue29_rows(objs, baseline=None):
     results, when given ("see note" without one)."""
     by = index(objs)
     rows = [["item", "figure", "measured", "bound", "ratio", "verdict"]]
-
-    def fig(impl, workload, size, mode="threads", among=by):
-        o = among.get((impl, workload, size, mode))
-        return o["figures"] if o else {}
-
-    def check(tid, label, value, bound, ratio, ok, fmt=big):
-        verdict = "no data" if value is None or ratio is None else ("met" if ok else "missed")
-        rows.append([tid, label, fmt(value), bound, r2(ratio) if ratio is not None else "-", verdict])
-
-    def note(tid, label, value):
-        rows.append([tid, label, value, "-", "-", "see note"])
+    fig, check, note = judged_rows(by, rows)
 
     # 1. one thread, its own client, against the naive lock's one thread (its own connection)
     d, n = fig("dlock", "uncontended_pair", 1), fig("naive", "uncontended_pair", 1)
