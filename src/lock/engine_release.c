@@ -154,8 +154,10 @@ static void release_send(lock_op *op) {
     dlock__args a = {0};
     int nkeys = l->kind->release_args(&v, &a);
     op->sent_ms = dlock__now_ms();
-    int rc = dlock__script(l->client, l->kind->release_script, DLOCK__CMD_RETRY_SAFE,
-                           on_release_reply, op, nkeys, a.n, a.v, a.len);
+    /* no WAIT of its own (DLOCK__CMD_NO_WAIT): the next write's covers it */
+    int rc = dlock__script(l->client, l->kind->release_script,
+                           DLOCK__CMD_RETRY_SAFE | DLOCK__CMD_NO_WAIT, on_release_reply, op, nkeys,
+                           a.n, a.v, a.len);
     if (rc != DLOCK_OK)
         release_failed(op, rc, NULL);
 }

@@ -130,7 +130,9 @@ static int send_op(dlock__call *call, enum permits_op op) {
     case OP_AVAILABLE:
         break;
     }
-    return dlock__call_script(call, DLOCK__SCRIPT_SEMAPHORE_PERMITS, DLOCK__CMD_RETRY_SAFE, 3, &a);
+    /* a release waits for no WAIT of its own (DLOCK__CMD_NO_WAIT) */
+    unsigned flags = DLOCK__CMD_RETRY_SAFE | (op == OP_RELEASE ? DLOCK__CMD_NO_WAIT : 0);
+    return dlock__call_script(call, DLOCK__SCRIPT_SEMAPHORE_PERMITS, flags, 3, &a);
 }
 
 static int send_permits(dlock__call *call) {

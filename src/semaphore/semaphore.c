@@ -58,9 +58,12 @@ static int send_script_of(dlock__call *call, enum dlock__script_id script) {
         return dlock__call_script(call, script, 0, 1, &a);
     dlock__args_str(&a, call->obj->channel);
     dlock__args_int(&a, call->number);
-    /* only setting-if-absent may run twice without harm */
-    bool once = script == DLOCK__SCRIPT_SEMAPHORE_SEM_TRY_SET;
-    return dlock__call_script(call, script, once ? DLOCK__CMD_RETRY_SAFE : 0, 2, &a);
+    /* only setting-if-absent may run twice without harm; a release waits for no WAIT of its
+     * own (DLOCK__CMD_NO_WAIT) */
+    unsigned flags = script == DLOCK__SCRIPT_SEMAPHORE_SEM_TRY_SET ? DLOCK__CMD_RETRY_SAFE : 0;
+    if (script == DLOCK__SCRIPT_SEMAPHORE_SEM_RELEASE)
+        flags |= DLOCK__CMD_NO_WAIT;
+    return dlock__call_script(call, script, flags, 2, &a);
 }
 
 static int send_script(dlock__call *call) {

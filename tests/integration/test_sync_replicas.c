@@ -4,10 +4,12 @@
  * whole file; a test that pauses the replica (SIGSTOP: it acknowledges nothing) resumes it
  * and waits until it acknowledges again. A standalone server of its own where a test says.
  *
- *   auto (the default): a lock acquire and release each send WAIT 1, and succeed;
+ *   auto (the default): a lock acquire sends WAIT 1 and succeeds; its release sends none,
+ *     and the next acquisition's WAIT covers it;
  *   the replica paused: try_acquire(wait 1500) is DLOCK_ETIMEDOUT after ~1.5 s naming
  *     "0 of 1", nothing is held, and the attempts were few (no tight loop);
- *   a release with the replica paused is DLOCK_OK (and the lock is gone), with a warning;
+ *   a release with the replica paused is DLOCK_OK (and the lock is gone): it waits for no
+ *     WAIT, and warns of nothing;
  *   a standalone server gets no WAIT; sync_replicas=0 sends none. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -28,18 +30,24 @@ static dlock_client *client_of(const char *url) {
 
 /* ---- auto --------------------------------------------------------------------------------- */
 
-static void test_auto_acquire_and_release_each_send_wait_1_and_succeed(void **state) {
+static void test_auto_acquire_sends_wait_1_and_the_next_covers_the_release(void **state) {
     (void)state;
     dlock_client *c = client_of(redis_fixture_unix_url(pair_master));
-    dlock_lock *l;
+    dlock_lock *l, *next;
     ASSERT_OK(dlock_lock_new(c, "synced", &l));
+    ASSERT_OK(dlock_lock_new(c, "synced-next", &next));
     long long waits = command_calls(pair_master, "wait");
     ASSERT_OK(dlock_lock_acquire(l, 30000));
     assert_int_equal(command_calls(pair_master, "wait") - waits, 1);
     assert_int_equal(redis_fixture_int(pair_replica, "EXISTS synced"), 1); /* WAIT 1 returned 1 */
     ASSERT_OK(dlock_lock_release(l));
+    assert_int_equal(command_calls(pair_master, "wait") - waits, 1); /* none of its own */
+    ASSERT_OK(dlock_lock_acquire(next, 30000));
     assert_int_equal(command_calls(pair_master, "wait") - waits, 2);
+    /* that WAIT 1 returned 1: the replica has every write before it, the release too */
     assert_int_equal(redis_fixture_int(pair_replica, "EXISTS synced"), 0);
+    ASSERT_OK(dlock_lock_release(next));
+    dlock_lock_free(next);
     dlock_lock_free(l);
     dlock_client_free(c);
 }
@@ -87,16 +95,20 @@ static void test_a_single_attempt_with_the_replica_paused_holds_nothing(void **s
     dlock_client_free(c);
 }
 
-static void test_release_with_the_replica_paused_is_ok_frees_the_lock_and_warns(void **state) {
+static void
+test_release_with_the_replica_paused_is_ok_frees_the_lock_and_sends_no_wait(void **state) {
     (void)state;
     dlock_client *c = client_keeping_warnings(redis_fixture_unix_url(pair_master));
     dlock_lock *l;
     ASSERT_OK(dlock_lock_new(c, "released-unacked", &l));
     ASSERT_OK(dlock_lock_acquire(l, 30000));
+    warnings_clear();
     assert_int_equal(redis_fixture_pause(pair_replica), 0);
+    long long waits = command_calls(pair_master, "wait");
     ASSERT_OK(dlock_lock_release(l));
     assert_int_equal(redis_fixture_int(pair_master, "EXISTS released-unacked"), 0);
-    assert_true(warnings_have("0 of 1 replicas acknowledged the write"));
+    assert_int_equal(command_calls(pair_master, "wait") - waits, 0);
+    assert_false(warnings_have("replicas acknowledged"));
     dlock_lock_free(l);
     dlock_client_free(c);
 }
@@ -156,7 +168,7 @@ static void test_sync_replicas_n_asks_for_n(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_auto_acquire_and_release_each_send_wait_1_and_succeed,
+        cmocka_unit_test_teardown(test_auto_acquire_sends_wait_1_and_the_next_covers_the_release,
                                   replica_pair_resume_teardown),
         cmocka_unit_test_teardown(
             test_acquire_with_the_replica_paused_times_out_naming_0_of_1_and_holds_nothing,
@@ -164,7 +176,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_a_single_attempt_with_the_replica_paused_holds_nothing,
                                   replica_pair_resume_teardown),
         cmocka_unit_test_teardown(
-            test_release_with_the_replica_paused_is_ok_frees_the_lock_and_warns,
+            test_release_with_the_replica_paused_is_ok_frees_the_lock_and_sends_no_wait,
             replica_pair_resume_teardown),
         cmocka_unit_test_teardown(test_a_standalone_server_gets_no_wait,
                                   replica_pair_resume_teardown),

@@ -11,10 +11,12 @@
  *   the replica paused: a batch of 6 acquisitions, an acquisition of a lock another client
  *     holds and a release: every acquisition is DLOCK_ETIMEDOUT "0 of 1" and given back
  *     (none held), the other client still holds its lock, the release is DLOCK_OK and the
- *     lock gone; 4 WAITs for the 8 writes;
+ *     lock gone; 4 WAITs for the 7 acquisitions (the release sends none);
  *   a PING sent behind 3 WAITs that are out is answered when the third answers, before the
  *     WAIT of a write sent just before it (it waits for the WAITs out when it was sent,
- *     never for a later batch's). */
+ *     never for a later batch's);
+ *   releases send no WAIT of their own and answer with the replica paused; the next
+ *     acquisition's WAIT covers them (the replica has them once it answers). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -105,6 +107,28 @@ static dlock_lock *lock_of(app *a, const char *name) {
     return l;
 }
 
+/* locks[i] = the lock "<prefix>-<i>", for i < n. */
+static void locks_named(app *a, const char *prefix, dlock_lock **locks, int n) {
+    char name[32];
+    for (int i = 0; i < n; i++) {
+        snprintf(name, sizeof(name), "%s-%d", prefix, i);
+        locks[i] = lock_of(a, name);
+    }
+}
+
+/* Acquires the n locks together, owner first_owner + i for locks[i] (at most 8); each must
+ * hold. */
+static void acquire_all(app *a, dlock_lock **locks, int n, uint64_t first_owner) {
+    done acquired[8] = {0};
+    assert_true(n <= 8);
+    for (int i = 0; i < n; i++)
+        ASSERT_OK(dlock_lock_acquire_async(locks[i], first_owner + (uint64_t)i, 0, LEASE_MS,
+                                           lock_done, &acquired[i]));
+    run_until_done(a, acquired, n);
+    for (int i = 0; i < n; i++)
+        ASSERT_RC(acquired[i].status, DLOCK_OK);
+}
+
 /* ---- the replica in sync ------------------------------------------------------------------ */
 
 static void test_acquisitions_started_together_share_a_wait_and_all_hold(void **state) {
@@ -112,19 +136,11 @@ static void test_acquisitions_started_together_share_a_wait_and_all_hold(void **
     app a;
     app_start(&a);
     dlock_lock *locks[8];
-    done acquired[8] = {0};
     char name[32];
-    for (int i = 0; i < 8; i++) {
-        snprintf(name, sizeof(name), "together-%d", i);
-        locks[i] = lock_of(&a, name);
-    }
+    locks_named(&a, "together", locks, 8);
     long long waits = command_calls(pair_master, "wait");
-    for (int i = 0; i < 8; i++)
-        ASSERT_OK(dlock_lock_acquire_async(locks[i], 100 + (uint64_t)i, 0, LEASE_MS, lock_done,
-                                           &acquired[i]));
-    run_until_done(&a, acquired, 8);
+    acquire_all(&a, locks, 8, 100);
     for (int i = 0; i < 8; i++) {
-        ASSERT_RC(acquired[i].status, DLOCK_OK);
         snprintf(name, sizeof(name), "together-%d", i);
         assert_int_equal(redis_fixture_int(pair_replica, "EXISTS %s", name), 1);
     }
@@ -199,46 +215,96 @@ static void test_a_batch_the_replica_never_got_gives_every_acquisition_back(void
     dlock_client_free(other);
 }
 
+static void latch_done(dlock_latch *l, int status, void *arg) {
+    (void)l;
+    record(arg, status);
+}
+
 static void test_a_ping_behind_waits_waits_for_those_only(void **state) {
     (void)state;
     app a;
     app_start(&a);
-    dlock_lock *locks[4];
-    done acquired[4] = {0};
+    dlock_latch *latches[4];
     char name[32];
     for (int i = 0; i < 4; i++) {
         snprintf(name, sizeof(name), "behind-%d", i);
-        locks[i] = lock_of(&a, name);
-        ASSERT_OK(dlock_lock_acquire_async(locks[i], 1 + (uint64_t)i, 0, LEASE_MS, lock_done,
-                                           &acquired[i]));
+        redisReply *r = redis_fixture_cmd(pair_master, "SET %s 2", name);
+        assert_non_null(r);
+        assert_int_equal(r->type, REDIS_REPLY_STATUS);
+        freeReplyObject(r);
+        ASSERT_OK(dlock_latch_new(a.c, name, &latches[i]));
     }
-    run_until_done(&a, acquired, 4);
-    for (int i = 0; i < 4; i++)
-        ASSERT_RC(acquired[i].status, DLOCK_OK);
 
-    /* Four releases and a PING in one turn, the replica paused: the first 3 releases go
-     * each with a WAIT, which waits its full time; the fourth release and the PING queue on
-     * the server behind them. The PING's answer comes right after the third WAIT's; the
-     * fourth release's own WAIT goes only when the first answers, and answers after its
-     * time, after the PING's. */
+    /* Four count-downs and a PING in one turn, the replica paused: the first 3 count-downs
+     * go each with a WAIT, which waits its full time; the fourth and the PING queue on the
+     * server behind them. The PING's answer comes right after the third WAIT's; the fourth
+     * count-down's own WAIT goes only when the first answers, and answers after its time,
+     * after the PING's. (A count-down stands whatever the replicas say, but its call waits
+     * for its WAIT; a release would not: it has none.) */
     assert_int_equal(redis_fixture_pause(pair_replica), 0);
+    long long waits = command_calls(pair_master, "wait");
     callbacks_so_far = 0;
-    done d[5] = {0}; /* the releases, then the ping */
+    done d[5] = {0}; /* the count-downs, then the ping */
     for (int i = 0; i < 4; i++)
-        ASSERT_OK(dlock_lock_release_async(locks[i], 1 + (uint64_t)i, lock_done, &d[i]));
+        ASSERT_OK(dlock_latch_count_down_async(latches[i], latch_done, &d[i]));
     ASSERT_OK(dlock_client_ping_async(a.c, ping_done, &d[4]));
     run_until_done(&a, d, 5);
     for (int i = 0; i < 5; i++)
         ASSERT_RC(d[i].status, DLOCK_OK);
     if (!(d[2].order < d[4].order && d[4].order < d[3].order))
-        fail_msg("callbacks in the order releases %d %d %d %d, ping %d: the ping waited for the "
-                 "fourth release's WAIT, or not for the third's",
+        fail_msg("callbacks in the order count-downs %d %d %d %d, ping %d: the ping waited for "
+                 "the fourth count-down's WAIT, or not for the third's",
                  d[0].order, d[1].order, d[2].order, d[3].order, d[4].order);
+    assert_int_equal(command_calls(pair_master, "wait") - waits, 4);
     for (int i = 0; i < 4; i++) {
         snprintf(name, sizeof(name), "behind-%d", i);
-        assert_int_equal(redis_fixture_int(pair_master, "EXISTS %s", name), 0);
-        dlock_lock_free(locks[i]);
+        assert_int_equal(redis_fixture_int(pair_master, "GET %s", name), 1);
+        dlock_latch_free(latches[i]);
     }
+    app_stop(&a);
+}
+
+/* A release stands whatever the replicas say, so its call waits for no WAIT of its own: with
+ * the replica paused, releases answer at once, and the next acquisition's WAIT, which covers
+ * every write before it, is the one that waits. */
+static void test_releases_wait_for_no_wait_the_next_acquisitions_covers_them(void **state) {
+    (void)state;
+    app a;
+    app_start(&a);
+    dlock_lock *locks[3];
+    char name[32];
+    locks_named(&a, "freed", locks, 3);
+    acquire_all(&a, locks, 3, 1);
+
+    assert_int_equal(redis_fixture_pause(pair_replica), 0);
+    long long waits = command_calls(pair_master, "wait");
+    callbacks_so_far = 0;
+    done d[3] = {0};
+    for (int i = 0; i < 3; i++)
+        ASSERT_OK(dlock_lock_release_async(locks[i], 1 + (uint64_t)i, lock_done, &d[i]));
+    run_until_done(&a, d, 3);
+    for (int i = 0; i < 3; i++) {
+        ASSERT_RC(d[i].status, DLOCK_OK);
+        snprintf(name, sizeof(name), "freed-%d", i);
+        assert_int_equal(redis_fixture_int(pair_master, "EXISTS %s", name), 0);
+    }
+    assert_int_equal(command_calls(pair_master, "wait") - waits, 0); /* answered, paused */
+
+    /* the replica back: an acquisition's WAIT 1 answers 1 only once the replica has every
+     * write before it, the releases included */
+    assert_int_equal(redis_fixture_resume(pair_replica), 0);
+    done again = {0};
+    ASSERT_OK(dlock_lock_acquire_async(locks[0], 9, 0, LEASE_MS, lock_done, &again));
+    run_until_done(&a, &again, 1);
+    ASSERT_RC(again.status, DLOCK_OK);
+    assert_int_equal(redis_fixture_int(pair_replica, "EXISTS freed-1"), 0);
+    assert_int_equal(redis_fixture_int(pair_replica, "EXISTS freed-2"), 0);
+    done freed = {0};
+    ASSERT_OK(dlock_lock_release_async(locks[0], 9, lock_done, &freed));
+    run_until_done(&a, &freed, 1);
+    ASSERT_RC(freed.status, DLOCK_OK);
+    for (int i = 0; i < 3; i++)
+        dlock_lock_free(locks[i]);
     app_stop(&a);
 }
 
@@ -249,6 +315,8 @@ int main(void) {
         cmocka_unit_test_teardown(test_a_batch_the_replica_never_got_gives_every_acquisition_back,
                                   replica_pair_resume_teardown),
         cmocka_unit_test_teardown(test_a_ping_behind_waits_waits_for_those_only,
+                                  replica_pair_resume_teardown),
+        cmocka_unit_test_teardown(test_releases_wait_for_no_wait_the_next_acquisitions_covers_them,
                                   replica_pair_resume_teardown),
     };
     return cmocka_run_group_tests(tests, replica_pair_group_setup, replica_pair_group_teardown);

@@ -10,7 +10,9 @@
  *     the attempts were few (no tight loop);
  *   the replica resumed while an acquire waits: the acquire gets its permit within its wait;
  *   a WAIT the ACL refuses: an acquire gives its permits back and is DLOCK_ENOPERM;
- *   a release with the replica paused is DLOCK_OK, the permits are back, a warning logged. */
+ *   a release with the replica paused is DLOCK_OK, the permits are back, and it sent no
+ *     WAIT (a release stands whatever the replicas say) and warns of nothing; a latch's
+ *     count-down waits for its WAIT, stands, and warns. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -198,9 +200,9 @@ static void test_a_wait_the_acl_refuses_gives_the_permits_back_and_is_enoperm(vo
     freeReplyObject(redis_fixture_cmd(pair_master, "ACL DELUSER nowait"));
 }
 
-/* ---- the replica paused: other writes stand --------------------------------------------- */
+/* ---- the replica paused: releases stand, with no WAIT ------------------------------------ */
 
-static void test_releases_with_the_replica_paused_are_ok_and_warn(void **state) {
+static void test_releases_with_the_replica_paused_are_ok_and_send_no_wait(void **state) {
     (void)state;
     dlock_client *c = client_keeping_warnings(redis_fixture_unix_url(pair_master));
     dlock_semaphore *s = semaphore_with(c, "sem-released", 2);
@@ -210,13 +212,26 @@ static void test_releases_with_the_replica_paused_are_ok_and_warn(void **state) 
     ASSERT_OK(dlock_permits_acquire(p, 30000, 60000, &id));
     warnings_clear();
     assert_int_equal(redis_fixture_pause(pair_replica), 0);
+    long long waits = command_calls(pair_master, "wait");
     ASSERT_OK(dlock_semaphore_release(s, 2));
     assert_int_equal(redis_fixture_int(pair_master, "GET sem-released"), 2);
-    assert_true(warnings_have("semaphore/sem_release: 0 of 1 replicas acknowledged the write"));
     ASSERT_OK(dlock_permits_release(p, &id));
     assert_int_equal(redis_fixture_int(pair_master, "GET pm-released"), 2);
     assert_int_equal(redis_fixture_int(pair_master, "ZCARD {pm-released}:timeout"), 0);
-    assert_true(warnings_have("semaphore/permits: 0 of 1 replicas acknowledged the write"));
+    assert_int_equal(command_calls(pair_master, "wait") - waits, 0);
+    assert_false(warnings_have("replicas acknowledged"));
+    /* a count-down is no release: it waits for its WAIT, stands, and says so */
+    dlock_latch *l;
+    ASSERT_OK(dlock_latch_new(c, "latch-unacked", &l));
+    redisReply *r = redis_fixture_cmd(pair_master, "SET latch-unacked 2");
+    assert_non_null(r);
+    freeReplyObject(r);
+    ASSERT_OK(dlock_latch_count_down(l));
+    assert_int_equal(redis_fixture_int(pair_master, "GET latch-unacked"), 1);
+    assert_int_equal(command_calls(pair_master, "wait") - waits, 1);
+    assert_true(warnings_have("semaphore/latch_count_down: 0 of 1 replicas acknowledged the "
+                              "write within 1000 ms; it stands (sync_replicas)"));
+    dlock_latch_free(l);
     dlock_permits_free(p);
     dlock_semaphore_free(s);
     dlock_client_free(c);
@@ -241,7 +256,7 @@ int main(void) {
             replica_pair_resume_teardown),
         cmocka_unit_test_teardown(test_a_wait_the_acl_refuses_gives_the_permits_back_and_is_enoperm,
                                   replica_pair_resume_teardown),
-        cmocka_unit_test_teardown(test_releases_with_the_replica_paused_are_ok_and_warn,
+        cmocka_unit_test_teardown(test_releases_with_the_replica_paused_are_ok_and_send_no_wait,
                                   replica_pair_resume_teardown),
     };
     return cmocka_run_group_tests(tests, replica_pair_group_setup, replica_pair_group_teardown);

@@ -151,7 +151,7 @@ typedef struct dlock__call_class {
      * give_back: send, with dlock__call_script, what gives back what the attempt took (object.c
      * sends it with DLOCK__CMD_NO_WAIT, and its reply ends the attempt). DLOCK_OK or the
      * error it could not be sent with. NULL: the take stands however few acknowledged it (a
-     * warning is logged), as every other write does. */
+     * warning is logged), as every other write but a release does. */
     int (*give_back)(dlock__call *call);
 } dlock__call_class;
 

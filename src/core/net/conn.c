@@ -19,7 +19,8 @@
  * its effect is unknown.
  *
  * A script that writes (script.c) is acknowledged by a WAIT <replicas> <timeout> when
- * replicas.c asks for any; its reply is copied and kept until that WAIT answers, and the
+ * replicas.c asks for any, unless it is sent with DLOCK__CMD_NO_WAIT (a release, a
+ * give-back: dlock_int.h says why); its reply is copied and kept until that WAIT answers, and the
  * caller gets both at once (dlock__acks, dlock_int.h). One WAIT covers every write sent
  * before it on the connection, and while it waits the server runs nothing else of the
  * connection, so writes are acknowledged in batches (dlock__ack_batch): at most
