@@ -354,6 +354,5 @@ void dlock__args_int(dlock__args *a, long long value) {
     if (a->nnumbers >= (int)(sizeof(a->numbers) / sizeof(a->numbers[0])))
         abort();
     char *buf = a->numbers[a->nnumbers++];
-    int n = snprintf(buf, sizeof(a->numbers[0]), "%lld", value);
-    dlock__args_bin(a, buf, (size_t)n);
+    dlock__args_bin(a, buf, dlock__decimal(buf, value));
 }

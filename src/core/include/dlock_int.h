@@ -171,6 +171,15 @@ bool dlock__client_closing(const dlock_client *c);
 void *dlock__shared_get(dlock_client *c, const char *key, size_t size, void (*destroy)(void *));
 void dlock__shared_put(dlock_client *c, void *state);
 
+/* ---- integers as text (decimal.c) ------------------------------------------------------- */
+
+/* Writes v in decimal and a NUL into buf, which has room for DLOCK__DECIMAL_MAX bytes
+ * ("-9223372036854775808" and "18446744073709551615" fit); returns the length written, as
+ * snprintf's "%lld" / "%" PRIu64 would, at a fraction of their cost. */
+#define DLOCK__DECIMAL_MAX 21
+size_t dlock__decimal(char *buf, long long v);
+size_t dlock__decimal_u64(char *buf, uint64_t v);
+
 /* ---- owners (owner.c) ------------------------------------------------------------------ */
 
 /* "<client-id>:<owner>", the owner field of REDIS_LAYOUT.md. buf must hold

@@ -268,10 +268,10 @@ static void wait_if_due(dlock__conn *conn) {
     if (b->waits_out >= WAITS_OUT_MAX || b->unwaited == 0 || conn->link.state != LINK_READY)
         return;
     dlock__cmd *wait = dlock__calloc(1, sizeof(*wait));
-    char replicas[16], timeout[24];
+    char replicas[DLOCK__DECIMAL_MAX], timeout[DLOCK__DECIMAL_MAX];
     const char *argv[] = {"WAIT", replicas, timeout};
-    size_t lens[] = {4, (size_t)snprintf(replicas, sizeof(replicas), "%d", b->replicas),
-                     (size_t)snprintf(timeout, sizeof(timeout), "%lld", (long long)b->timeout_ms)};
+    size_t lens[] = {4, dlock__decimal(replicas, b->replicas),
+                     dlock__decimal(timeout, (long long)b->timeout_ms)};
     if (!wait || dlock__link_send(&conn->link, 3, argv, lens, on_reply, NULL) != DLOCK_OK) {
         /* the writes cannot be acknowledged on this connection: drop it (on_down retries or
          * fails them), as for any command that cannot be sent */
