@@ -41,7 +41,8 @@ typedef struct dlock_options {
                                    redis-cluster://[u:p@]host[:port][,host[:port]...]
                                    rediss-cluster://... (TLS to every node); no /db
                                    Every form: ?sync_replicas=auto|0|N&sync_timeout_ms=MS
-                                   (WAIT after each write; auto and 1000 by default).
+                                   (WAIT after each write but a release; auto and
+                                   1000 by default).
                                    Another scheme is DLOCK_EINVAL naming these seven.
                                    NULL: $DLOCK_URL (when set and not empty), else
                                    redis://127.0.0.1:6379; "" is DLOCK_EINVAL */
