@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* test_sync_replicas.c — ?sync_replicas: a WAIT after every write, and what too few
- * acknowledgements do. A master (TCP, for its replica) and one replica (REPLICAOF) for the
+/* test_sync_replicas.c — ?sync_replicas: a WAIT after every write but a release, and what
+ * too few acknowledgements do. A master (TCP, for its replica) and one replica (REPLICAOF) for the
  * whole file; a test that pauses the replica (SIGSTOP: it acknowledges nothing) resumes it
  * and waits until it acknowledges again. A standalone server of its own where a test says.
  *

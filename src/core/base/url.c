@@ -7,7 +7,8 @@
  *                                              &insecure=1]   TLS
  *   unix:///path/to/redis.sock[?db=N&user=U&password=P]
  *   any form: [?sync_replicas=auto|0|N&sync_timeout_ms=MS]  the WAIT after every write
- *                                              (replicas.c); auto and 1000 by default
+ *                                              but a release (replicas.c); auto and 1000
+ *                                              by default
  *   redis[s]-sentinel://... and redis[s]-cluster://...  read by url_sentinel.c and
  *                                              url_cluster.c (each seed as a redis[s]:// URL)
  *
