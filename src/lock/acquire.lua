@@ -152,6 +152,13 @@ local function acquired()
     return 1
 end
 
+-- A promise to this owner goes once it takes the lock, joins or leaves the line.
+local function drop_own_promise()
+    if promised == ARGV[2] then
+        redis.call('del', marker_key)
+    end
+end
+
 -- The server's clock in ms, its µs as three decimals (joins within one ms keep their
 -- order), as a string: a Lua number would be sent with 14 digits only.
 local function now_ms()
@@ -180,9 +187,7 @@ local function wait_in_queue()
     if refused then
         return refused
     end
-    if promised == ARGV[2] then
-        redis.call('del', marker_key)
-    end
+    drop_own_promise()
     if joined then
         redis.call('pexpire', queue_key, ARGV[5])
     end
@@ -198,9 +203,7 @@ local function leave_queue()
     if refused then
         return refused
     end
-    if promised == ARGV[2] then
-        redis.call('del', marker_key)
-    end
+    drop_own_promise()
     return nil
 end
 
@@ -253,9 +256,7 @@ if token_key then
     redis.call('incr', token_key)
     token = redis.call('get', token_key)
 end
-if promised == ARGV[2] then
-    redis.call('del', marker_key) -- the turn it was promised is taken
-end
+drop_own_promise() -- the turn it was promised is taken
 if in_line then
     redis.pcall('zrem', queue_key, ARGV[2])
 end

@@ -271,7 +271,7 @@ static void send_batch(dlock_client *c, renew_batch *b) {
     size_t n = b->count, nargs = 2 * n + 1;
     const char **args = dlock__malloc(sizeof(*args) * nargs);
     size_t *lens = dlock__malloc(sizeof(*lens) * nargs);
-    char lease[24];
+    char lease[DLOCK__DECIMAL_MAX];
     int rc = DLOCK_ENOMEM;
     if (args && lens) {
         for (size_t i = 0; i < n; i++) {
@@ -281,8 +281,7 @@ static void send_batch(dlock_client *c, renew_batch *b) {
             lens[n + 1 + i] = b->leases[i]->field_len;
         }
         args[n] = lease;
-        lens[n] = (size_t)snprintf(lease, sizeof(lease), "%lld",
-                                   (long long)DLOCK__BASE(c)->opts.watchdog_ms);
+        lens[n] = dlock__decimal(lease, (long long)DLOCK__BASE(c)->opts.watchdog_ms);
         b->sent_ms = dlock__now_ms();
         rc = dlock__script(c, b->script, DLOCK__CMD_RETRY_SAFE | DLOCK__CMD_FIRST_KEY_ONLY,
                            on_renewed, b, (int)n, (int)nargs, args, lens);

@@ -377,7 +377,7 @@ static bool send_cmd(dlock__conn *conn, dlock__cmd *cmd) {
             return false;
         }
     }
-    char nkeys[16], positions[64];
+    char nkeys[DLOCK__DECIMAL_MAX], positions[64];
     int declared = cmd->nkeys;
     if (cluster_text)
         cluster_script_args(cmd, DLOCK__NET(c)->script_unstored[cmd->script], argv, lens, extra,
@@ -396,7 +396,7 @@ static bool send_cmd(dlock__conn *conn, dlock__cmd *cmd) {
             lens[1] = strlen(argv[1]);
         }
         argv[2] = nkeys;
-        lens[2] = (size_t)snprintf(nkeys, sizeof(nkeys), "%d", declared);
+        lens[2] = dlock__decimal(nkeys, declared);
         lens[0] = strlen(argv[0]);
     }
     int rc = DLOCK_OK;
