@@ -3,8 +3,9 @@
  *
  * Every command dlock sends carries numbers (a lease, a hold count, EVALSHA's key count, a
  * WAIT's timeout) and every hold an owner field; formatted through snprintf, whose format
- * parsing and stream set-up cost about 3 % of the client's CPU per uncontended pair (perf, bench/dlock-bench --only uncontended_pair, T = 1). The
- * digits are written backwards into a small buffer and copied out once. */
+ * parsing and stream set-up cost about 3 % of the client's CPU per uncontended pair (perf,
+ * bench/dlock-bench --only uncontended_pair, T = 1). The digits are written backwards into
+ * a small buffer and copied out once. */
 #include <string.h>
 
 #include "base/base.h"
