@@ -110,10 +110,15 @@ long long bench_uncontended_pair(const bench_config *cfg, const bench_floor *flo
         started++;
     }
     bench_counters before = {0}, after = {0};
+    dlock_stats spins_before, spins_after;
+    dlock_stats_init(&spins_before);
+    dlock_stats_init(&spins_after);
     if (bench_gate_ready(&gate, started, 30000) != 0)
         errors++;
     if (admin && bench_counters_read(admin, RUSAGE_SELF, &before) != 0)
         errors++;
+    if (client)
+        dlock_client_stats(client, &spins_before);
     int64_t start = bench_gate_open(&gate, started == threads ? cfg->duration_ms : 0);
     bench_samples latency = {0};
     int64_t end = start;
@@ -127,6 +132,8 @@ long long bench_uncontended_pair(const bench_config *cfg, const bench_floor *flo
     }
     if (admin && bench_counters_read(admin, RUSAGE_SELF, &after) != 0)
         errors++;
+    if (client)
+        dlock_client_stats(client, &spins_after);
     bench_samples_sort(&latency);
     double seconds = (double)(end - start) / 1e9;
     double p50 = bench_samples_pct_us(&latency, 0.5);
@@ -152,6 +159,15 @@ long long bench_uncontended_pair(const bench_config *cfg, const bench_floor *flo
     bench_json_num("ratio_pair_p50_to_2x_client_ping_p50",
                    client_p50 > 0 ? p50 / (2 * client_p50) : NAN);
     bench_json_counters(&before, &after, (double)latency.n, "pair", true);
+    /* the lone caller's spin (dlock_options.reply_spin_us): how often a wait spun, how
+     * often its reply came while it did, and the CPU time it cost, per pair */
+    double pairs = latency.n > 0 ? (double)latency.n : NAN;
+    bench_json_num("reply_spins_per_pair",
+                   (double)(spins_after.reply_spins - spins_before.reply_spins) / pairs);
+    bench_json_num("reply_spin_hits_per_pair",
+                   (double)(spins_after.reply_spin_hits - spins_before.reply_spin_hits) / pairs);
+    bench_json_num("reply_spin_us_per_pair",
+                   (double)(spins_after.reply_spin_us - spins_before.reply_spin_us) / pairs);
     bench_json_close();
     bench_json_end(errors);
 

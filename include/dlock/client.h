@@ -69,6 +69,14 @@ typedef struct dlock_options {
      * later), the lost callback says DLOCK_LOST_MAX_HOLD and the release DLOCK_ELOST.
      * 0..DLOCK_MAX_TIME_MS; a handle may set its own (dlock_lock_set_max_hold). */
     int64_t max_hold_ms;
+    /* 50: how long, in microseconds, a blocking call alone on its client polls for its
+     * reply before it sleeps (0..1000; 0: it sleeps at once). A nearby Redis answers in
+     * tens of microseconds, about what it costs a CPU to sleep and be woken again; the
+     * spin saves that wake-up on both ends, for at most this much of the caller's CPU per
+     * reply. A spin that ends without its reply (a farther server, a WAIT for replicas)
+     * makes the next ones sleep at once, backing off to 1 in 65; no more callers of the
+     * process spin at once than it has CPUs to run on. dlock_stats counts the spins. */
+    int64_t reply_spin_us;
 } dlock_options;
 
 /* Fills o with the defaults above. Always call it before setting fields. No I/O; any
@@ -203,6 +211,11 @@ typedef struct dlock_stats {
     uint64_t acquire_errors_by_kind[DLOCK_STATS_KINDS];   /* ended with any other code but
                                    DLOCK_ECANCELED (a call the application itself ended: a
                                    freed handle, a closed client) */
+    /* counters (added after the ones above): the lone caller's spin (dlock_options.reply_spin_us)
+     */
+    uint64_t reply_spins;     /* waits for a reply that spun before sleeping */
+    uint64_t reply_spin_hits; /* those whose reply came while they spun (no sleep) */
+    uint64_t reply_spin_us;   /* the time they spun, in microseconds: the CPU the spin cost */
 } dlock_stats;
 
 /* Readies *s for dlock_client_stats(): zeroes it and sets s->size. No I/O; any thread.

@@ -330,6 +330,9 @@ static void assert_exposition_says(const exposition *e, const dlock_stats *s) {
     assert_sample(e, "dlock_messages_total", (double)s->messages);
     assert_sample(e, "dlock_wakes_total", (double)s->wakes);
     assert_sample(e, "dlock_wakes_spared_total", (double)s->wakes_spared);
+    assert_sample(e, "dlock_reply_spins_total", (double)s->reply_spins);
+    assert_sample(e, "dlock_reply_spin_hits_total", (double)s->reply_spin_hits);
+    assert_sample(e, "dlock_reply_spin_seconds_total", (double)s->reply_spin_us / 1e6);
     size_t failure_samples = 0;
     for (int slot = 1; slot < DLOCK_STATS_CODES; slot++) {
         if (strcmp(dlock_err_name(-slot), "DLOCK_UNKNOWN") == 0)
@@ -366,8 +369,8 @@ static void assert_exposition_says(const exposition *e, const dlock_stats *s) {
                  (double)s->acquire_wait_sum_us / 1e6);
     /* every sample is one of those checked above */
     assert_int_equal(e->nsamples,
-                     12 + failure_samples + 2 * (nkinds - 1) + DLOCK_STATS_WAIT_BUCKETS + 2);
-    assert_int_equal(e->nfamilies, 16);
+                     15 + failure_samples + 2 * (nkinds - 1) + DLOCK_STATS_WAIT_BUCKETS + 2);
+    assert_int_equal(e->nfamilies, 19);
 }
 
 /* A lease renewed and then lost to a force release, a waiter woken by a message, both

@@ -27,6 +27,8 @@ static void test_defaults_are_the_documented_ones(void **state) {
     assert_int_equal(o.retry_attempts, 3);
     assert_int_equal(o.retry_delay_ms, 1000);
     assert_int_equal(o.fair_wait_ms, 5000);
+    assert_int_equal(o.max_hold_ms, 0);
+    assert_int_equal(o.reply_spin_us, 50);
     assert_null(o.log_cb);
     assert_null(o.log_arg);
 }
@@ -59,6 +61,8 @@ static void test_bad_options_are_einval_without_io(void **state) {
     BAD(retry_delay_ms, 0, "retry_delay_ms"); /* would reconnect in a tight loop */
     BAD(url, "", "url is empty");
     BAD(fair_wait_ms, 0, "fair_wait_ms");
+    BAD(reply_spin_us, -1, "reply_spin_us must be from 0 to 1000");
+    BAD(reply_spin_us, 1001, "reply_spin_us must be from 0 to 1000");
     BAD(url, "http://x", "scheme");
 #undef BAD
     dlock_options_init(&o);

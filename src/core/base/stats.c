@@ -118,6 +118,9 @@ int dlock_client_stats(dlock_client *c, dlock_stats *out) {
         s.acquire_errors_by_kind[k] =
             (uint64_t)stat_of(c, (enum dlock__stat)(DLOCK__STAT_ERRORS_BY_KIND + k));
     }
+    s.reply_spins = (uint64_t)stat_of(c, DLOCK__STAT_REPLY_SPINS);
+    s.reply_spin_hits = (uint64_t)stat_of(c, DLOCK__STAT_REPLY_SPIN_HITS);
+    s.reply_spin_us = (uint64_t)stat_of(c, DLOCK__STAT_REPLY_SPIN_US);
     memcpy((char *)out + sizeof(out->size), (const char *)&s + sizeof(s.size),
            out->size - sizeof(out->size));
     return DLOCK_OK;

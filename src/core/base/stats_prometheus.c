@@ -18,9 +18,10 @@
 #include "base/base.h"
 
 enum metric_kind {
-    GAUGE,           /* an int64_t field */
-    COUNTER,         /* a uint64_t field; the name ends in _total */
-    GAUGE_MS_AS_SEC, /* an int64_t field in ms, exposed in seconds (Prometheus's base unit) */
+    GAUGE,             /* an int64_t field */
+    COUNTER,           /* a uint64_t field; the name ends in _total */
+    GAUGE_MS_AS_SEC,   /* an int64_t field in ms, exposed in seconds (Prometheus's base unit) */
+    COUNTER_US_AS_SEC, /* a uint64_t field in us, exposed in seconds; the name ends in _total */
 };
 
 typedef struct metric {
@@ -55,6 +56,12 @@ static const metric metrics[] = {
     {"dlock_wakes_total", COUNTER, offsetof(dlock_stats, wakes), "Waiters a message woke."},
     {"dlock_wakes_spared_total", COUNTER, offsetof(dlock_stats, wakes_spared),
      "Releases that woke none of this client's waiters: the release named another client's."},
+    {"dlock_reply_spins_total", COUNTER, offsetof(dlock_stats, reply_spins),
+     "Waits for a reply that spun before sleeping (reply_spin_us)."},
+    {"dlock_reply_spin_hits_total", COUNTER, offsetof(dlock_stats, reply_spin_hits),
+     "Waits whose reply came while they spun."},
+    {"dlock_reply_spin_seconds_total", COUNTER_US_AS_SEC, offsetof(dlock_stats, reply_spin_us),
+     "Time spent spinning for replies: the CPU the spin cost."},
 };
 
 /* Appends to buf while it has room, and counts every byte either way (as snprintf counts):
@@ -148,10 +155,13 @@ static void put_family_head(text_out *t, const char *name, const char *type, con
 
 static void put_value(text_out *t, const metric *m, const dlock_stats *s) {
     const char *field = (const char *)s + m->offset;
-    if (m->kind == COUNTER) {
+    if (m->kind == COUNTER || m->kind == COUNTER_US_AS_SEC) {
         uint64_t v;
         memcpy(&v, field, sizeof(v));
-        put_format(t, "%" PRIu64, v);
+        if (m->kind == COUNTER)
+            put_format(t, "%" PRIu64, v);
+        else
+            put_us_as_seconds(t, v > INT64_MAX ? INT64_MAX : (int64_t)v);
         return;
     }
     int64_t v;
@@ -235,7 +245,9 @@ static void write_exposition(text_out *t, const dlock_stats *s, const dlock_metr
                              size_t nlabels) {
     for (size_t i = 0; i < sizeof(metrics) / sizeof(metrics[0]); i++) {
         const metric *m = &metrics[i];
-        put_family_head(t, m->name, m->kind == COUNTER ? "counter" : "gauge", m->help);
+        put_family_head(t, m->name,
+                        m->kind == COUNTER || m->kind == COUNTER_US_AS_SEC ? "counter" : "gauge",
+                        m->help);
         put(t, m->name);
         put_labels(t, labels, nlabels, NULL, NULL);
         put(t, " ");

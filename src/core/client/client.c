@@ -36,6 +36,7 @@ void dlock_options_init(dlock_options *o) {
     o->retry_attempts = 3;
     o->retry_delay_ms = 1000;
     o->fair_wait_ms = 5000;
+    o->reply_spin_us = DLOCK__SPIN_DEFAULT_US;
 }
 
 /* ---- settings a primitive reads ------------------------------------------------------- */
@@ -132,6 +133,8 @@ static int take_options(const dlock_options *in, dlock_options *out, parsed_url 
         return dlock__fail(DLOCK_EINVAL, "fair_wait_ms must be from 3 to DLOCK_MAX_TIME_MS");
     if (out->max_hold_ms < 0 || out->max_hold_ms > DLOCK_MAX_TIME_MS)
         return dlock__fail(DLOCK_EINVAL, "max_hold_ms must be from 0 to DLOCK_MAX_TIME_MS");
+    if (out->reply_spin_us < 0 || out->reply_spin_us > DLOCK__SPIN_MAX_US)
+        return dlock__fail(DLOCK_EINVAL, "reply_spin_us must be from 0 to %d", DLOCK__SPIN_MAX_US);
     const char *url = out->url;
     if (url && !url[0]) /* a caller's empty string is a mistake, not "the default" */
         return dlock__fail(DLOCK_EINVAL, "url is empty (NULL means $DLOCK_URL, else the default)");
@@ -366,6 +369,7 @@ static int client_create(const dlock_options *o, dlock__loop *loop, dlock_client
     if (DLOCK__ENGINE(c)->own_loop)
         dlock__loop_share_init(&DLOCK__ENGINE(c)->loop_share, DLOCK__NET(c)->loop,
                                dlock__submit_wake_callers, &DLOCK__ENGINE(c)->submit);
+    dlock__spin_init(&DLOCK__ENGINE(c)->spin, DLOCK__BASE(c)->opts.reply_spin_us);
     dlock__sched_init(&DLOCK__NET(c)->sched, DLOCK__NET(c)->loop);
     dlock__submit_init(&DLOCK__ENGINE(c)->submit, c);
     /* the net floor's hook into the watchdog: every link's backoff (link.c) asks it */

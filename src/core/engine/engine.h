@@ -7,6 +7,7 @@
 #ifndef DLOCK_CORE_ENGINE_H
 #define DLOCK_CORE_ENGINE_H
 
+#include <poll.h>
 #include <pthread.h>
 
 #include "topology/topology.h"
@@ -63,6 +64,40 @@ void dlock__submit_close(dlock__submit *s, dlock_client *c); /* completes queued
  * whenever the loop is let go: loop.h). arg: the client's dlock__submit. */
 void dlock__submit_wake_callers(void *arg);
 
+/* ---- the lone caller's spin (spin.c) ------------------------------------------------------ */
+
+#define DLOCK__SPIN_DEFAULT_US 50 /* dlock_options.reply_spin_us */
+#define DLOCK__SPIN_MAX_US 1000
+#define DLOCK__SPIN_BACKOFF_MAX 1024 /* waits that sleep at once after misses in a row, at most */
+#define DLOCK__SPIN_GAVE_WAY_US 10   /* a turn of the spin this long ran another thread: stop */
+
+/* One client's: touched only by the caller that reads its own reply (one at a time). */
+typedef struct dlock__spin {
+    int64_t budget_us; /* dlock_options.reply_spin_us; 0: never spin */
+    unsigned skip;     /* waits left that sleep at once */
+    unsigned backoff;  /* what the next miss sets skip to: 1, 2, 4 ... DLOCK__SPIN_BACKOFF_MAX */
+} dlock__spin;
+
+/* What a wait's spin came to (dlock_stats counts it). */
+typedef struct dlock__spin_outcome {
+    bool spun;       /* it spun (else it slept at once, or its reply was there already) */
+    bool hit;        /* the reply came while it spun */
+    int64_t spun_us; /* how long it spun */
+} dlock__spin_outcome;
+
+void dlock__spin_init(dlock__spin *s, int64_t budget_us);
+/* poll(fds, n, -1) for a reply that is due, spinning first (poll with no timeout) for up to
+ * the budget when the spin is not backing off and a CPU is free for it. Returns poll's. */
+int dlock__spin_poll(dlock__spin *s, struct pollfd *fds, nfds_t n, dlock__spin_outcome *out);
+/* The policy, apart (for its tests): the budget of this wait (0: sleep at once), then what
+ * it came to. */
+int64_t dlock__spin_due(dlock__spin *s);
+void dlock__spin_ended(dlock__spin *s, bool replied);
+/* A place for one more spinner of the process (at most one per CPU it may run on); every
+ * true is followed by dlock__spinner_leave. */
+bool dlock__spinner_enter(void);
+void dlock__spinner_leave(void);
+
 /* ---- handles (handle.c) ---------------------------------------------------------------- */
 
 /* dlock_last_error() of a call on a freed handle (handle.c, and submit.c, which checks it
@@ -75,6 +110,7 @@ typedef struct dlock__client_engine {
     dlock__client_topology topology; /* first: see base.h */
     bool own_loop;                   /* the blocking face: the client runs its own loop */
     dlock__loop_share loop_share;    /* own_loop: lent to the calling threads (loop.h) */
+    dlock__spin spin;                /* own_loop: the caller reading its own reply */
     pthread_t loop_thread;
     int callback_depth; /* > 0 while a user callback runs (async face) */
     dlock__submit submit;

@@ -219,17 +219,24 @@ static dlock__sock *still_lent(dlock_client *c, uint64_t generation) {
 
 /* Waits for the call's reply on the lent socket fd and reads it on this thread, until the
  * call is over, or the lending ends (the bell): the I/O thread then finishes the call as
- * for any other. No time limit of its own: the reply timeout runs on the I/O thread, and
- * ends the lending when it drops the connection. What the call's reply sent on (a script
- * sent again as EVAL) is read here too; replies still due when the call is over are the
- * I/O thread's to read: the lending ends. */
+ * for any other. The wait spins a little before it sleeps (spin.c). No time limit of its own: the
+ * reply timeout runs on the I/O thread, and ends the lending when it drops the connection. What the
+ * call's reply sent on (a script sent again as EVAL) is read here too; replies still due when the
+ * call is over are the I/O thread's to read: the lending ends. */
 static void read_own_reply(dlock__op *op, int fd, uint64_t generation) {
     dlock_client *c = op->client;
     dlock__loop_share *share = &DLOCK__ENGINE(c)->loop_share;
     for (;;) {
         struct pollfd ready[2] = {{.fd = fd, .events = POLLIN},
                                   {.fd = share->bell, .events = POLLIN}};
-        if (poll(ready, 2, -1) < 0)
+        dlock__spin_outcome spin;
+        int polled = dlock__spin_poll(&DLOCK__ENGINE(c)->spin, ready, 2, &spin);
+        if (spin.spun) {
+            dlock__stat_add(c, DLOCK__STAT_REPLY_SPINS, 1);
+            dlock__stat_add(c, DLOCK__STAT_REPLY_SPIN_HITS, spin.hit ? 1 : 0);
+            dlock__stat_add(c, DLOCK__STAT_REPLY_SPIN_US, spin.spun_us);
+        }
+        if (polled < 0)
             continue; /* EINTR */
         if (!dlock__loop_take(share))
             return; /* the client closes: that ends the call */
