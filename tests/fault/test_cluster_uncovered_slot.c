@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* test_cluster_uncovered_slot.c — a slot that no master serves, on a real 6-node cluster
  * (CLUSTER DELSLOTS on every node), is a passing state for a redis-cluster:// client:
- *   - a call on a key of that slot waits for a master within its command's give-up time,
- *     and succeeds when the slot is assigned again meanwhile;
- *   - when the time is up it fails with DLOCK_ECONN and a text that names the slot;
+ *   - a call on a key of that slot waits for a master within its wait (and its command's
+ *     give-up time), and succeeds when the slot is assigned again meanwhile;
+ *   - when the time is up it fails with DLOCK_ECONN and a text that names the slot: for a
+ *     try (wait 0), at once, not after the give-up time (12 s by default);
  *   - a call on another slot, which the nodes refuse with CLUSTERDOWN while coverage is
  *     incomplete (cluster-require-full-coverage yes), fails quoting CLUSTERDOWN;
  *   - once the slot has its master again, the same client works on it.
@@ -78,6 +79,7 @@ static void key_elsewhere(int avoid_node, char *key, size_t size) {
 
 typedef struct acquire_call {
     dlock_lock *l;
+    int64_t wait_ms;
     pthread_t thread;
     int rc, release_rc;
     char text[512];
@@ -86,7 +88,7 @@ typedef struct acquire_call {
 /* Acquires, then releases (a lock is its thread's). */
 static void *acquire_main(void *arg) {
     acquire_call *a = arg;
-    a->rc = dlock_lock_try_acquire(a->l, 0, 30000);
+    a->rc = dlock_lock_try_acquire(a->l, a->wait_ms, 30000);
     snprintf(a->text, sizeof(a->text), "%s", dlock_last_error());
     a->release_rc = a->rc == DLOCK_OK ? dlock_lock_release(a->l) : DLOCK_OK;
     return NULL;
@@ -122,10 +124,17 @@ static void test_a_slot_without_a_master_waits_then_names_the_slot_and_heals(voi
     if (rc != DLOCK_ECONN || !strstr(dlock_last_error(), "CLUSTERDOWN"))
         fail_msg("elsewhere: %s: %s", dlock_err_name(rc), dlock_last_error());
 
-    /* a call with the default give-up time (12 s) waits for the slot's master */
+    /* with the default give-up time (12 s): a try ends at once (its command was never sent,
+     * so failing it changes nothing), and a call that waits waits for the slot's master */
     dlock_client *patient = client_with(3000, 3);
-    acquire_call a = {0};
+    acquire_call a = {.wait_ms = test_slack_ms(10000)};
     ASSERT_OK(dlock_lock_new(patient, key, &a.l));
+    int64_t start = test_now_ms();
+    rc = dlock_lock_try_acquire(a.l, 0, 30000);
+    int64_t took = test_now_ms() - start;
+    if (rc != DLOCK_ECONN || !strstr(dlock_last_error(), want) || took >= 6000)
+        fail_msg("a try: %s after %lld ms: %s", dlock_err_name(rc), (long long)took,
+                 dlock_last_error());
     assert_int_equal(pthread_create(&a.thread, NULL, acquire_main, &a), 0);
     test_sleep_ms(300); /* most likely parked by now; if not, it must succeed all the same */
     redisReply *r = redis_fixture_cmd(cluster_fixture_node(fx, owner), "CLUSTER ADDSLOTS %d", slot);

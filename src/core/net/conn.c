@@ -13,7 +13,10 @@
  *     is taken for dead and dropped;
  *   - give up: a command gets timeout_ms x (retry_attempts + 1) from when it was queued to
  *     its reply, across reconnects; a command still waiting for a connection after that
- *     fails with DLOCK_ECONN (or DLOCK_EAUTH if the server refused our credentials).
+ *     fails with DLOCK_ECONN (or DLOCK_EAUTH if the server refused our credentials). One
+ *     with a caller's deadline (an acquisition's wait) that was never sent gives up at that
+ *     deadline when it comes first, but not within DLOCK__UNSENT_MIN_MS of being queued
+ *     (dlock__cmd_give_up_ms): nothing of it ran, so failing it changes nothing.
  * When the connection drops, a command in flight is sent again after the reconnect if it
  * is DLOCK__CMD_RETRY_SAFE and has attempts left, otherwise it fails with DLOCK_ECONN:
  * its effect is unknown.
@@ -74,7 +77,8 @@ struct dlock__cmd {
     int redirects;     /* sends a node did not run */
     bool asking;       /* its next send goes behind ASKING */
     char *not_run_why; /* what the node said the last time it did not run it; NULL never */
-    int64_t give_up_ms;
+    int64_t queued_ms;
+    int64_t give_up_ms; /* queued_ms + timeout_ms x (retry_attempts + 1) */
     int argc;
     size_t *argvlen;
     char **argv;
@@ -591,17 +595,34 @@ static int64_t reply_due_ms(const dlock__conn *conn) {
            (head->is_wait ? head->wait_timeout_ms : 0);
 }
 
+/* The timer runs to the earliest of: the reply timeout of the oldest command in flight, and
+ * the give-up time of a command waiting to be sent (pending_due_ms: no later than the
+ * earliest; a command sent since only makes the timer fire early once). */
 static void arm_deadline(dlock__conn *conn) {
     dlock__sched *s = &DLOCK__NET(conn->link.client)->sched;
-    if (dlock__timer_active(&conn->deadline_timer))
-        return; /* it fires no later than needed and re-arms itself then */
     int64_t due = INT64_MAX;
     if (conn->inflight.head)
         due = reply_due_ms(conn);
-    if (conn->pending.head && conn->pending.head->give_up_ms < due)
-        due = conn->pending.head->give_up_ms;
-    if (due != INT64_MAX)
+    if (!conn->pending.head)
+        conn->pending_due_ms = INT64_MAX;
+    else if (conn->pending_due_ms < due)
+        due = conn->pending_due_ms;
+    if (dlock__timer_active(&conn->deadline_timer) && conn->deadline_armed_ms <= due)
+        return; /* it fires no later than needed and re-arms itself then */
+    if (due != INT64_MAX) {
         dlock__timer_start_at(s, &conn->deadline_timer, due);
+        conn->deadline_armed_ms = due;
+    }
+}
+
+/* pending_due_ms made exact again (after a reconnect put commands back, or a scan). */
+static void pending_due_reset(dlock__conn *conn) {
+    conn->pending_due_ms = INT64_MAX;
+    for (dlock__cmd *cmd = conn->pending.head; cmd; cmd = cmd->next) {
+        int64_t at = dlock__cmd_give_up_ms(cmd);
+        if (at < conn->pending_due_ms)
+            conn->pending_due_ms = at;
+    }
 }
 
 static void on_deadline(dlock__timer *t, void *arg) {
@@ -615,8 +636,13 @@ static void on_deadline(dlock__timer *t, void *arg) {
                  (long long)DLOCK__BASE(c)->opts.timeout_ms);
         dlock__link_fail(&conn->link, DLOCK_ECONN, why); /* on_down settles the commands */
     }
-    while (conn->pending.head && now >= conn->pending.head->give_up_ms) {
-        dlock__cmd *cmd = dlock__cmd_queue_pop(&conn->pending);
+    /* Out of the queue first, then ended: what ending one starts may queue commands here. */
+    dlock__cmd_queue waiting = queue_take(&conn->pending), due = {0};
+    dlock__cmd *cmd;
+    while ((cmd = dlock__cmd_queue_pop(&waiting)))
+        dlock__cmd_queue_push(now >= dlock__cmd_give_up_ms(cmd) ? &due : &conn->pending, cmd);
+    pending_due_reset(conn);
+    while ((cmd = dlock__cmd_queue_pop(&due))) {
         note_node_failure(conn, link_status(conn));
         finish(conn, cmd, link_status(conn), NULL);
     }
@@ -729,11 +755,13 @@ static void on_down(dlock__link *link, int err) {
     }
     conn->reconnects++;
     dlock__timer_stop(&DLOCK__NET(c)->sched, &conn->deadline_timer);
+    pending_due_reset(conn);
     arm_deadline(conn);
 }
 
 void dlock__conn_init(dlock__conn *conn, dlock_client *c) {
     memset(conn, 0, sizeof(*conn));
+    conn->pending_due_ms = INT64_MAX;
     dlock__link_init(&conn->link, c, "command");
     conn->link.counts_reconnects = true; /* the client's, or a Cluster node's */
     conn->link.select_db = true;
@@ -788,7 +816,8 @@ int dlock__cmd_new(dlock_client *c, const dlock__cmd_request *req, int argc,
         bytes_at[argvlen[i]] = '\0';
         bytes_at += argvlen[i] + 1;
     }
-    cmd->give_up_ms = dlock__now_ms() +
+    cmd->queued_ms = dlock__now_ms();
+    cmd->give_up_ms = cmd->queued_ms +
                       DLOCK__BASE(c)->opts.timeout_ms * (DLOCK__BASE(c)->opts.retry_attempts + 1);
     *out = cmd;
     return DLOCK_OK;
@@ -813,10 +842,14 @@ void dlock__conn_adopt(dlock__conn *conn, dlock__cmd *cmd, bool asking) {
     }
     cmd->asking = asking;
     dlock__cmd_queue_push(&conn->pending, cmd);
-    if (conn->link.state == LINK_READY)
+    if (conn->link.state == LINK_READY) {
         flush_pending(conn);
-    else
-        arm_deadline(conn);
+        return;
+    }
+    int64_t at = dlock__cmd_give_up_ms(cmd);
+    if (at < conn->pending_due_ms)
+        conn->pending_due_ms = at;
+    arm_deadline(conn);
 }
 
 dlock__cmd_queue dlock__conn_take_pending(dlock__conn *conn) {
@@ -832,7 +865,11 @@ int dlock__cmd_slot(const dlock__cmd *cmd) {
 }
 
 int64_t dlock__cmd_give_up_ms(const dlock__cmd *cmd) {
-    return cmd->give_up_ms;
+    if (cmd->sends > 0 || cmd->deadline_ms == INT64_MAX)
+        return cmd->give_up_ms;
+    int64_t floor = cmd->queued_ms + DLOCK__UNSENT_MIN_MS;
+    int64_t at = cmd->deadline_ms > floor ? cmd->deadline_ms : floor;
+    return at < cmd->give_up_ms ? at : cmd->give_up_ms;
 }
 
 int dlock__cmd_redirects(const dlock__cmd *cmd) {

@@ -254,6 +254,8 @@ typedef struct dlock__conn {
     dlock__cmd_queue inflight;   /* sent, reply not yet in: replies come back in this order */
     dlock__ack_batch batch;      /* writes waiting for their WAIT */
     dlock__timer deadline_timer; /* earliest reply timeout / give-up time */
+    int64_t deadline_armed_ms;   /* when it fires, while it runs */
+    int64_t pending_due_ms;      /* the earliest give-up time in pending, or earlier */
     bool closing;
     uint64_t commands_sent; /* counters for tests and diagnostics */
     uint64_t reconnects;
@@ -280,7 +282,14 @@ void dlock__conn_adopt(dlock__conn *conn, dlock__cmd *cmd, bool asking);
 dlock__cmd_queue dlock__conn_take_pending(dlock__conn *conn);
 bool dlock__conn_idle(const dlock__conn *conn); /* nothing waiting, nothing in flight */
 int dlock__cmd_slot(const dlock__cmd *cmd);
+/* When cmd gives up waiting to be sent or answered: timeout_ms x (retry_attempts + 1) after
+ * it was queued; and for a command with a caller's deadline (an acquisition's wait,
+ * dlock__script_acked) that was never sent, so that nothing of it ran, that deadline when
+ * it comes first: a call does not wait for a connection (or a Cluster slot's master)
+ * longer than it waits for the object. Never sooner than DLOCK__UNSENT_MIN_MS after it was
+ * queued: a try made as a connection drops still gets the reconnect made at once. */
 int64_t dlock__cmd_give_up_ms(const dlock__cmd *cmd);
+#define DLOCK__UNSENT_MIN_MS 100
 int dlock__cmd_redirects(const dlock__cmd *cmd); /* how often a node did not run it */
 /* What the node answered the last time it did not run cmd ("MOVED 12 host:port",
  * "TRYAGAIN ..."), NULL if it always ran; valid while cmd lives. */
