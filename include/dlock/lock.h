@@ -93,11 +93,14 @@ DLOCK_EXTERN const char *dlock_lock_name(const dlock_lock *l);
 DLOCK_EXTERN int dlock_lock_acquire(dlock_lock *l, int64_t lease_ms);
 
 /* Like acquire, but gives up after wait_ms (tryLock(wait, lease)): 0 is one attempt,
- * DLOCK_FOREVER is dlock_lock_acquire. Any thread but the loop thread.
+ * DLOCK_FOREVER is dlock_lock_acquire. Any thread but the loop thread. An attempt that
+ * cannot be sent (the client is reconnecting; in a Cluster, the slot has no master) waits
+ * for a connection until wait_ms ends too, but at least timeout_ms (dlock_options).
  *
  * Returns: DLOCK_OK; DLOCK_EINVAL (as acquire; wait_ms below 0 and not DLOCK_FOREVER);
  *   DLOCK_ENOMEM; DLOCK_ETIMEDOUT (still held by another owner when wait_ms ran out; nothing
- *   changed); DLOCK_ECONN; DLOCK_EAUTH; DLOCK_EREDIS; DLOCK_ECANCELED (l freed while it
+ *   changed); DLOCK_ECONN (also when no attempt could be sent by then: nothing changed);
+ *   DLOCK_EAUTH; DLOCK_EREDIS; DLOCK_ECANCELED (l freed while it
  *   waits); DLOCK_ECLOSED; DLOCK_EDEADLK; DLOCK_ENOPERM (as acquire). */
 DLOCK_EXTERN int dlock_lock_try_acquire(dlock_lock *l, int64_t wait_ms, int64_t lease_ms);
 

@@ -149,19 +149,25 @@ static void load_stop_and_check(load *ld, worker *w) {
 static int64_t first_call_on_checked(load *ld, int i, int new_master, int64_t deadline_ms,
                                      bool only_busy) {
     redis_fixture *node = sentinel_fixture_node(fx, new_master);
+    int64_t longest = 0; /* the longest try: a reconnect it rode through */
     for (int n = 0; test_now_ms() < deadline_ms; n++) {
         char name[48];
         snprintf(name, sizeof(name), "probe-%d-%d", i, n);
         dlock_lock *l;
         ASSERT_OK(dlock_lock_new(ld->c[i], name, &l));
+        int64_t start = test_now_ms();
         int rc = dlock_lock_try_acquire(l, 0, 60000);
         int64_t at = test_now_ms();
+        if (at - start > longest)
+            longest = at - start;
         dlock_lock_free(l);
         if (only_busy && rc != DLOCK_OK && rc != DLOCK_ETIMEDOUT)
             fail_msg("client %d: a call failed: %s (%s)", i, dlock_strerror(rc),
                      dlock_last_error());
-        if (rc == DLOCK_OK && redis_fixture_int(node, "EXISTS %s", name) == 1)
+        if (rc == DLOCK_OK && redis_fixture_int(node, "EXISTS %s", name) == 1) {
+            printf("# client %d: the longest try took %lld ms\n", i, (long long)longest);
             return at;
+        }
         test_sleep_ms(10);
     }
     fail_msg("client %d made no successful call on the new master in time", i);

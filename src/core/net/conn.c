@@ -14,9 +14,9 @@
  *   - give up: a command gets timeout_ms x (retry_attempts + 1) from when it was queued to
  *     its reply, across reconnects; a command still waiting for a connection after that
  *     fails with DLOCK_ECONN (or DLOCK_EAUTH if the server refused our credentials). One
- *     with a caller's deadline (an acquisition's wait) that was never sent gives up at that
- *     deadline when it comes first, but not within DLOCK__UNSENT_MIN_MS of being queued
- *     (dlock__cmd_give_up_ms): nothing of it ran, so failing it changes nothing.
+ *     with a caller's deadline (an acquisition's wait) that no node may have run gives up
+ *     at that deadline when it comes first, but no sooner than timeout_ms after it was
+ *     queued (dlock__cmd_give_up_ms): nothing of it ran, so failing it changes nothing.
  * When the connection drops, a command in flight is sent again after the reconnect if it
  * is DLOCK__CMD_RETRY_SAFE and has attempts left, otherwise it fails with DLOCK_ECONN:
  * its effect is unknown.
@@ -73,12 +73,12 @@ struct dlock__cmd {
     int nkeys;     /* scripts: how many of args are keys */
     bool use_eval; /* the server said NOSCRIPT: send the script's text */
     int sends;
-    int slot;          /* in a Cluster: the slot of its keys; -1 any node */
-    int redirects;     /* sends a node did not run */
-    bool asking;       /* its next send goes behind ASKING */
-    char *not_run_why; /* what the node said the last time it did not run it; NULL never */
-    int64_t queued_ms;
-    int64_t give_up_ms; /* queued_ms + timeout_ms x (retry_attempts + 1) */
+    int slot;                  /* in a Cluster: the slot of its keys; -1 any node */
+    int redirects;             /* sends a node did not run */
+    bool asking;               /* its next send goes behind ASKING */
+    char *not_run_why;         /* what the node said the last time it did not run it; NULL never */
+    int64_t give_up_ms;        /* queued + timeout_ms x (retry_attempts + 1) */
+    int64_t unsent_give_up_ms; /* while no node may have run it (dlock__cmd_give_up_ms) */
     int argc;
     size_t *argvlen;
     char **argv;
@@ -816,9 +816,16 @@ int dlock__cmd_new(dlock_client *c, const dlock__cmd_request *req, int argc,
         bytes_at[argvlen[i]] = '\0';
         bytes_at += argvlen[i] + 1;
     }
-    cmd->queued_ms = dlock__now_ms();
-    cmd->give_up_ms = cmd->queued_ms +
-                      DLOCK__BASE(c)->opts.timeout_ms * (DLOCK__BASE(c)->opts.retry_attempts + 1);
+    const dlock_options *o = &DLOCK__BASE(c)->opts;
+    int64_t now = dlock__now_ms();
+    cmd->give_up_ms = now + o->timeout_ms * (o->retry_attempts + 1);
+    cmd->unsent_give_up_ms = cmd->give_up_ms;
+    if (cmd->deadline_ms != INT64_MAX) {
+        int64_t at =
+            cmd->deadline_ms > now + o->timeout_ms ? cmd->deadline_ms : now + o->timeout_ms;
+        if (at < cmd->give_up_ms)
+            cmd->unsent_give_up_ms = at;
+    }
     *out = cmd;
     return DLOCK_OK;
 }
@@ -865,11 +872,7 @@ int dlock__cmd_slot(const dlock__cmd *cmd) {
 }
 
 int64_t dlock__cmd_give_up_ms(const dlock__cmd *cmd) {
-    if (cmd->sends > 0 || cmd->deadline_ms == INT64_MAX)
-        return cmd->give_up_ms;
-    int64_t floor = cmd->queued_ms + DLOCK__UNSENT_MIN_MS;
-    int64_t at = cmd->deadline_ms > floor ? cmd->deadline_ms : floor;
-    return at < cmd->give_up_ms ? at : cmd->give_up_ms;
+    return cmd->sends > 0 ? cmd->give_up_ms : cmd->unsent_give_up_ms;
 }
 
 int dlock__cmd_redirects(const dlock__cmd *cmd) {

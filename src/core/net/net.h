@@ -284,12 +284,13 @@ bool dlock__conn_idle(const dlock__conn *conn); /* nothing waiting, nothing in f
 int dlock__cmd_slot(const dlock__cmd *cmd);
 /* When cmd gives up waiting to be sent or answered: timeout_ms x (retry_attempts + 1) after
  * it was queued; and for a command with a caller's deadline (an acquisition's wait,
- * dlock__script_acked) that was never sent, so that nothing of it ran, that deadline when
- * it comes first: a call does not wait for a connection (or a Cluster slot's master)
- * longer than it waits for the object. Never sooner than DLOCK__UNSENT_MIN_MS after it was
- * queued: a try made as a connection drops still gets the reconnect made at once. */
+ * dlock__script_acked) that no node may have run yet (never sent, or only answered "not
+ * here": MOVED, READONLY ...), so that failing it changes nothing, that deadline when it
+ * comes first: a call does not wait for a connection (or a Cluster slot's master) four
+ * times longer than for the object. Never sooner than timeout_ms after it was queued, the
+ * time the client gives one command: a try made as a connection drops, or as Sentinel
+ * moves the master, still rides through the reconnect. */
 int64_t dlock__cmd_give_up_ms(const dlock__cmd *cmd);
-#define DLOCK__UNSENT_MIN_MS 100
 int dlock__cmd_redirects(const dlock__cmd *cmd); /* how often a node did not run it */
 /* What the node answered the last time it did not run cmd ("MOVED 12 host:port",
  * "TRYAGAIN ..."), NULL if it always ran; valid while cmd lives. */
