@@ -27,69 +27,9 @@
 
 #include "dlock.h"
 #include "harness.h"
+#include "io_thread_switches.h"
 #include "redis_fixture.h"
 #include "test_util.h"
-
-/* ---- the I/O thread, found in /proc ------------------------------------------------------ */
-
-#define MAX_TASKS 64
-
-/* The thread ids of this process, in *n. */
-static void tasks_of_process(long *tids, int *n) {
-    *n = 0;
-    DIR *d = opendir("/proc/self/task");
-    assert_non_null(d);
-    struct dirent *e;
-    while ((e = readdir(d)) && *n < MAX_TASKS)
-        if (e->d_name[0] != '.')
-            tids[(*n)++] = atol(e->d_name);
-    closedir(d);
-}
-
-static bool listed(const long *tids, int n, long tid) {
-    for (int i = 0; i < n; i++)
-        if (tids[i] == tid)
-            return true;
-    return false;
-}
-
-/* How often thread tid went to sleep of its own accord (each time it waits for something:
- * a poll, a lock, a semaphore). */
-static long voluntary_switches(long tid) {
-    char path[64], line[128];
-    snprintf(path, sizeof(path), "/proc/self/task/%ld/status", tid);
-    FILE *fp = fopen(path, "r");
-    assert_non_null(fp);
-    long value = -1;
-    while (fgets(line, sizeof(line), fp))
-        if (sscanf(line, "voluntary_ctxt_switches: %ld", &value) == 1)
-            break;
-    fclose(fp);
-    assert_true(value >= 0);
-    return value;
-}
-
-/* A client, and the threads dlock_client_new started for it (its I/O thread). */
-static dlock_client *client_and_its_threads(redis_fixture *f, long *tids, int *n) {
-    long before[MAX_TASKS], after[MAX_TASKS];
-    int nbefore, nafter;
-    tasks_of_process(before, &nbefore);
-    dlock_client *c = connect_client(f);
-    tasks_of_process(after, &nafter);
-    *n = 0;
-    for (int i = 0; i < nafter; i++)
-        if (!listed(before, nbefore, after[i]))
-            tids[(*n)++] = after[i];
-    assert_true(*n >= 1);
-    return c;
-}
-
-static long switches_of(const long *tids, int n) {
-    long sum = 0;
-    for (int i = 0; i < n; i++)
-        sum += voluntary_switches(tids[i]);
-    return sum;
-}
 
 /* ---- the tests ------------------------------------------------------------------------------- */
 

@@ -10,7 +10,10 @@
  *     "0 of 1", nothing is held, and the attempts were few (no tight loop);
  *   a release with the replica paused is DLOCK_OK (and the lock is gone): it waits for no
  *     WAIT, and warns of nothing;
- *   a standalone server gets no WAIT; sync_replicas=0 sends none. */
+ *   a standalone server gets no WAIT; sync_replicas=0 sends none;
+ *   a lone caller reads an acquisition's reply and its WAIT's itself (the I/O thread is not
+ *     woken for them), and does not spin for them (dlock_options.reply_spin_us): they come
+ *     a replica's round trip later. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,8 +24,11 @@
 
 #include <cmocka.h>
 
+#include "engine/engine.h"
 #include "harness.h"
+#include "io_thread_switches.h"
 #include "replica_pair.h"
+#include "stats_helpers.h"
 
 static dlock_client *client_of(const char *url) {
     return connect_client_cfg(NULL, (test_client_cfg){.url = url});
@@ -166,6 +172,49 @@ static void test_sync_replicas_n_asks_for_n(void **state) {
     free(url);
 }
 
+/* ---- a lone caller's acknowledged acquisition --------------------------------------------------
+ */
+
+#define ACKED_PAIRS 300
+
+static void test_a_lone_caller_reads_its_acquisitions_wait_itself_without_spinning(void **state) {
+    (void)state;
+    dlock_options o;
+    dlock_options_init(&o);
+    o.url = redis_fixture_unix_url(pair_master);
+    o.reply_spin_us = 1000;
+    long before[MAX_TASKS], io[MAX_TASKS];
+    int nbefore, nio;
+    tasks_of_process(before, &nbefore);
+    dlock_client *c = NULL;
+    ASSERT_OK(dlock_client_new(&o, &c));
+    threads_since(before, nbefore, io, &nio);
+    dlock_lock *l;
+    ASSERT_OK(dlock_lock_new(c, "lone-acked", &l));
+    ASSERT_OK(dlock_lock_acquire(l, 30000)); /* scripts loaded, the replica counted */
+    ASSERT_OK(dlock_lock_release(l));
+
+    long waits = command_calls(pair_master, "wait");
+    long slept = switches_of(io, nio);
+    for (int i = 0; i < ACKED_PAIRS; i++) {
+        /* a fresh spin policy before each acquisition (only this thread, the lone caller,
+         * touches it): it would spin for the next reply, were it not held for a WAIT */
+        dlock__spin_init(&DLOCK__ENGINE(c)->spin, 1000);
+        uint64_t spins = stats_of(c).reply_spins;
+        ASSERT_OK(dlock_lock_acquire(l, 30000));
+        assert_int_equal(stats_of(c).reply_spins, spins);
+        ASSERT_OK(dlock_lock_release(l));
+    }
+    long woken = switches_of(io, nio) - slept;
+    assert_int_equal(command_calls(pair_master, "wait") - waits, ACKED_PAIRS); /* one each */
+    printf("# %d acknowledged pairs: the I/O thread slept %ld times\n", ACKED_PAIRS, woken);
+    /* Were the I/O thread reading the acquisitions' replies, it would sleep again after
+     * each: at least once per acquisition. Lent, it wakes for its own timers only. */
+    assert_true(woken < ACKED_PAIRS);
+    dlock_lock_free(l);
+    dlock_client_free(c);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_auto_acquire_sends_wait_1_and_the_next_covers_the_release,
@@ -183,6 +232,9 @@ int main(void) {
         cmocka_unit_test_teardown(test_sync_replicas_0_sends_no_wait_even_with_the_replica_paused,
                                   replica_pair_resume_teardown),
         cmocka_unit_test_teardown(test_sync_replicas_n_asks_for_n, replica_pair_resume_teardown),
+        cmocka_unit_test_teardown(
+            test_a_lone_caller_reads_its_acquisitions_wait_itself_without_spinning,
+            replica_pair_resume_teardown),
     };
     return cmocka_run_group_tests(tests, replica_pair_group_setup, replica_pair_group_teardown);
 }

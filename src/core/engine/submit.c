@@ -188,12 +188,14 @@ void dlock__user_callback_leave(dlock_client *c) {
 
 /* The socket the call's command went out on, lent to this thread (loop.h, "the lone
  * caller"), or -1. Only for a call alone on its client that sent one command (sent since
- * sent_before) and nothing else is in flight or queued: the one reply on the socket is its
- * own, and what reacts to it can only be this call (and the lost callbacks that reply may
- * fire, which go to the I/O thread). One connection of plain bytes: not in a Cluster (a
- * command per node), not TLS. A call that sent more, or beside others, gives a lending
- * still on back to the I/O thread, which reads its reply. */
-static int lend_for(const dlock__op *op, uint64_t sent_before, uint64_t *generation) {
+ * sent_before; a write under sync_replicas with the WAIT that acknowledges it alone) and
+ * nothing else is in flight or queued: the replies on the socket are its own, and what
+ * reacts to them can only be this call (and the lost callbacks a reply may fire, which go
+ * to the I/O thread). One connection of plain bytes: not in a Cluster (a command per node),
+ * not TLS. A call that sent more, or beside others, gives a lending still on back to the I/O
+ * thread, which reads its reply. */
+static int lend_for(const dlock__op *op, uint64_t sent_before, uint64_t *generation,
+                    bool *behind_wait) {
     dlock_client *c = op->client;
     dlock__conn *conn = &DLOCK__NET(c)->conn;
     uint64_t sent = conn->commands_sent - sent_before;
@@ -202,10 +204,12 @@ static int lend_for(const dlock__op *op, uint64_t sent_before, uint64_t *generat
     /* one caller at a time: two polling one socket could each read the other's reply, and
      * the one whose reply was read would sleep on; the bell wakes one of them */
     bool alone = sent == 1 && !atomic_load(&DLOCK__ENGINE(c)->loop_share.leading) &&
-                 conn->link.state == LINK_READY && conn->inflight.count == 1 &&
+                 conn->link.state == LINK_READY &&
+                 (conn->inflight.count == 1 || dlock__conn_one_write_and_its_wait(conn)) &&
                  conn->pending.count == 0 &&
                  atomic_load(&DLOCK__BASE(c)->stats.v[DLOCK__STAT_CALLS]) == 1;
     *generation = conn->link.generation;
+    *behind_wait = conn->batch.waits_out > 0; /* its reply is held for a WAIT (conn.c) */
     return dlock__sock_lend(conn->link.sock, DLOCK__ENGINE(c)->loop_share.bell, alone);
 }
 
@@ -223,14 +227,17 @@ static dlock__sock *still_lent(dlock_client *c, uint64_t generation) {
  * reply timeout runs on the I/O thread, and ends the lending when it drops the connection. What the
  * call's reply sent on (a script sent again as EVAL) is read here too; replies still due when the
  * call is over are the I/O thread's to read: the lending ends. */
-static void read_own_reply(dlock__op *op, int fd, uint64_t generation) {
+static void read_own_reply(dlock__op *op, int fd, uint64_t generation, bool behind_wait) {
     dlock_client *c = op->client;
     dlock__loop_share *share = &DLOCK__ENGINE(c)->loop_share;
     for (;;) {
         struct pollfd ready[2] = {{.fd = fd, .events = POLLIN},
                                   {.fd = share->bell, .events = POLLIN}};
-        dlock__spin_outcome spin;
-        int polled = dlock__spin_poll(&DLOCK__ENGINE(c)->spin, ready, 2, &spin);
+        /* A reply held for a WAIT comes a replica's round trip later: no spin for it (nor a
+         * miss that would stop the spin for the replies that come at once) */
+        dlock__spin_outcome spin = {0};
+        int polled = behind_wait ? poll(ready, 2, -1)
+                                 : dlock__spin_poll(&DLOCK__ENGINE(c)->spin, ready, 2, &spin);
         if (spin.spun) {
             dlock__stat_add(c, DLOCK__STAT_REPLY_SPINS, 1);
             dlock__stat_add(c, DLOCK__STAT_REPLY_SPIN_HITS, spin.hit ? 1 : 0);
@@ -247,6 +254,7 @@ static void read_own_reply(dlock__op *op, int fd, uint64_t generation) {
             dlock__sock_read_lent(sock); /* may free sock */
         bool lent = still_lent(c, generation) != NULL;
         bool due = DLOCK__NET(c)->conn.inflight.count > 0 || DLOCK__NET(c)->conn.pending.count > 0;
+        behind_wait = DLOCK__NET(c)->conn.batch.waits_out > 0;
         /* over once its completion uncounted it (read here, under the loop: its semaphore
          * may be posted later, by whichever thread lets go of the loop next) */
         bool over = !op->counted;
@@ -287,16 +295,17 @@ static int start_here(dlock__op *op) {
     pthread_mutex_unlock(&s->mu);
     int lent_fd = -1;
     uint64_t generation = 0;
+    bool behind_wait = false;
     if (rc == DLOCK_OK) {
         uint64_t sent_before = DLOCK__NET(c)->conn.commands_sent;
         op->start(op);
-        lent_fd = lend_for(op, sent_before, &generation);
+        lent_fd = lend_for(op, sent_before, &generation, &behind_wait);
     }
     if (lent_fd >= 0)
         atomic_store(&DLOCK__ENGINE(c)->loop_share.leading, true); /* under the loop */
     dlock__loop_give_back(&DLOCK__ENGINE(c)->loop_share);
     if (lent_fd >= 0) {
-        read_own_reply(op, lent_fd, generation);
+        read_own_reply(op, lent_fd, generation, behind_wait);
         atomic_store(&DLOCK__ENGINE(c)->loop_share.leading, false);
     }
     return rc;

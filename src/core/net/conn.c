@@ -863,6 +863,12 @@ dlock__cmd_queue dlock__conn_take_pending(dlock__conn *conn) {
     return queue_take(&conn->pending);
 }
 
+bool dlock__conn_one_write_and_its_wait(const dlock__conn *conn) {
+    const dlock__cmd *write = conn->inflight.head;
+    return conn->inflight.count == 2 && !write->is_wait && write->next->is_wait &&
+           conn->batch.waits_out == 1 && conn->batch.unwaited == 0 && !conn->batch.answered.head;
+}
+
 bool dlock__conn_idle(const dlock__conn *conn) {
     return !conn->pending.head && !conn->inflight.head && !conn->batch.answered.head;
 }
