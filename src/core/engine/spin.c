@@ -16,13 +16,17 @@
  *   - no more callers of the process spin at once than the CPUs it may run on: a spinner
  *     must not take the CPU from the thread its reply or another caller's needs;
  *   - a spin that ends without its reply (a server farther away than the budget, a slow
- *     script, a WAIT for replicas, a busy machine) makes the next wait sleep at once, then
- *     the next 2, 4 ... DLOCK__SPIN_BACKOFF_MAX after further misses in a row; one that
- *     ends with its reply sets that back. A client whose replies never come within the
- *     budget thus spins once in DLOCK__SPIN_BACKOFF_MAX + 1 waits.
+ *     script, a busy machine) makes the next wait sleep at once, then the next 2, 4 ...
+ *     DLOCK__SPIN_BACKOFF_MAX after further misses in a row; one that ends with its reply
+ *     sets that back. A client whose replies never come within the budget thus spins once
+ *     in DLOCK__SPIN_BACKOFF_MAX + 1 waits. A spin whose yield let another thread run is a
+ *     miss too: the CPU is wanted. (8 clients' threads on one CPU lost about 10 % of their
+ *     pairs/s to such spins while the backoff stopped at 64 waits; at 1,024, nothing that
+ *     stands out of the noise: docs/benchmarks.md.)
  * Spinning is poll() with a zero timeout on the same descriptors (the socket, and the bell
- * that says someone else needs it), so the spin ends exactly when the sleeping poll would
- * have returned. */
+ * that says someone else needs it), yielding between polls, so the spin ends exactly when
+ * the sleeping poll would have returned. A reply held for its WAIT is not spun for
+ * (submit.c): it comes a replica's round trip later. */
 #include <sched.h>
 
 #include "engine/engine.h"
