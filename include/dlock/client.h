@@ -73,9 +73,11 @@ typedef struct dlock_options {
      * reply before it sleeps (0..1000; 0: it sleeps at once). A nearby Redis answers in
      * tens of microseconds, about what it costs a CPU to sleep and be woken again; the
      * spin saves that wake-up on both ends, for at most this much of the caller's CPU per
-     * reply. A spin that ends without its reply (a farther server, a WAIT for replicas)
-     * makes the next ones sleep at once, backing off to 1 in 65; no more callers of the
-     * process spin at once than it has CPUs to run on. dlock_stats counts the spins. */
+     * reply. A spin that ends without its reply (a farther server, a busy CPU) makes the
+     * next ones sleep at once, backing off to 1 in 1,025; a reply held for a WAIT is not
+     * spun for; no more callers of the process spin at once than the CPUs it may keep busy
+     * (its affinity, within its cgroup's CPU quota: none below one CPU). dlock_stats counts
+     * the spins. */
     int64_t reply_spin_us;
 } dlock_options;
 

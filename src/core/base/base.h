@@ -112,6 +112,15 @@ void dlock__stat_wait_ended(dlock_client *c, const char *kind, int status, int64
 /* A renewal confirmed lag_ms after it was due: the worst lag, and late past late_ms. */
 void dlock__stat_renewal(dlock_client *c, int64_t lag_ms, int64_t late_ms);
 
+/* ---- the CPUs this process may keep busy (cpus.c) ---------------------------------------- */
+
+/* affinity_cpus (at least 1), or fewer when the process's cgroup has a CPU quota: its
+ * whole CPUs, the lowest from the process's cgroup up (0 when less than one). root: where
+ * cgroups are mounted ("/sys/fs/cgroup"); self_cgroup: the text of /proc/self/cgroup. */
+int dlock__cpus_to_keep_busy(const char *root, const char *self_cgroup, int affinity_cpus);
+/* A cgroup v2 cpu.max ("150000 100000") in whole CPUs (1); -1 for "max ..." or no sense. */
+int dlock__cpu_max_cpus(const char *text);
+
 /* ---- randomness (random.c) ------------------------------------------------------------- */
 
 /* A random (version 4) UUID in out, the client id; -1 when the kernel has no entropy. */

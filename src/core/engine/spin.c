@@ -13,8 +13,10 @@
  * What it costs is the caller's CPU while it spins, at most the budget per reply, and it
  * is bounded three ways so that it costs little where it does not pay:
  *   - one caller per client spins at a time: only the lone caller reads its own reply;
- *   - no more callers of the process spin at once than the CPUs it may run on: a spinner
- *     must not take the CPU from the thread its reply or another caller's needs;
+ *   - no more callers of the process spin at once than the CPUs it may keep busy (its
+ *     affinity, within its cgroup's CPU quota: base/cpus.c): a spinner must not take the
+ *     CPU from the thread its reply or another caller's needs, nor spend a container's
+ *     quota; a process limited to less than one CPU does not spin;
  *   - a spin that ends without its reply (a server farther away than the budget, a slow
  *     script, a busy machine) makes the next wait sleep at once, then the next 2, 4 ...
  *     DLOCK__SPIN_BACKOFF_MAX after further misses in a row; one that ends with its reply
@@ -28,6 +30,7 @@
  * the sleeping poll would have returned. A reply held for its WAIT is not spun for
  * (submit.c): it comes a replica's round trip later. */
 #include <sched.h>
+#include <stdio.h>
 
 #include "engine/engine.h"
 
@@ -61,19 +64,26 @@ void dlock__spin_ended(dlock__spin *s, bool replied) {
 /* ---- one spinner per CPU ----------------------------------------------------------------- */
 
 static _Atomic int spinners;
-static _Atomic int spinner_cap; /* the CPUs the process may run on; 0: not counted yet */
+static _Atomic int spinner_cap = -1; /* cpus_to_keep_busy(); -1: not counted yet */
 
-static int cpus_to_run_on(void) {
+/* The CPUs the process may run on, within its cgroup's quota (base/cpus.c). */
+static int cpus_to_keep_busy(void) {
     cpu_set_t set;
-    if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
-        return CPU_COUNT(&set);
-    return 1;
+    int affinity = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+    char cgroups[4096] = "";
+    FILE *f = fopen("/proc/self/cgroup", "r");
+    if (f) {
+        size_t n = fread(cgroups, 1, sizeof(cgroups) - 1, f);
+        cgroups[n] = '\0';
+        fclose(f);
+    }
+    return dlock__cpus_to_keep_busy("/sys/fs/cgroup", cgroups, affinity);
 }
 
 bool dlock__spinner_enter(void) {
     int cap = atomic_load(&spinner_cap);
-    if (cap == 0) { /* counted once; two threads counting at once count alike */
-        cap = cpus_to_run_on();
+    if (cap < 0) { /* counted once; two threads counting at once count alike */
+        cap = cpus_to_keep_busy();
         atomic_store(&spinner_cap, cap);
     }
     if (atomic_fetch_add(&spinners, 1) < cap)
