@@ -223,10 +223,11 @@ static dlock__sock *still_lent(dlock_client *c, uint64_t generation) {
 
 /* Waits for the call's reply on the lent socket fd and reads it on this thread, until the
  * call is over, or the lending ends (the bell): the I/O thread then finishes the call as
- * for any other. The wait spins a little before it sleeps (spin.c). No time limit of its own: the
- * reply timeout runs on the I/O thread, and ends the lending when it drops the connection. What the
- * call's reply sent on (a script sent again as EVAL) is read here too; replies still due when the
- * call is over are the I/O thread's to read: the lending ends. */
+ * for any other. The wait spins a little before it sleeps (spin.c). No time limit of its
+ * own: the reply timeout runs on the I/O thread, and ends the lending when it drops the
+ * connection. What the call's reply sent on (a script sent again as EVAL) is read here
+ * too; replies still due when the call is over are the I/O thread's to read: the lending
+ * ends. */
 static void read_own_reply(dlock__op *op, int fd, uint64_t generation, bool behind_wait) {
     dlock_client *c = op->client;
     dlock__loop_share *share = &DLOCK__ENGINE(c)->loop_share;
