@@ -143,6 +143,10 @@ def dlock_rows(objs):
             row(w, ps, "EVALSHA, PUBLISH per pair", f"{r2(f.get('evalsha_per_pair'))}, {r2(f.get('publish_per_pair'))}")
             row(w, ps, "CPU us per pair client, server",
                 f"{r1(f.get('client_cpu_us_per_pair'))}, {r1(f.get('server_cpu_us_per_pair'))}")
+            if "reply_spins_per_pair" in f:  # the lone caller's spin (dlock_options.reply_spin_us)
+                row(w, ps, "waits spun, replies caught, us spun per pair",
+                    f"{r2(f.get('reply_spins_per_pair'))}, {r2(f.get('reply_spin_hits_per_pair'))}, "
+                    f"{r1(f.get('reply_spin_us_per_pair'))}")
         elif w == "async_pairs":
             ps = f"{p.get('in_flight')} in flight, 1 thread"
             row(w, ps, "pairs/s", r0(f.get("pairs_per_s")))
