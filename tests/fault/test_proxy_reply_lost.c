@@ -397,9 +397,17 @@ test_lost_replies_with_no_resend_left_are_econn_and_the_next_call_settles_them(v
 
     fault_proxy_drop_after_request(p, 1);
     ASSERT_RC(dlock_lock_acquire(l, 60000), DLOCK_ECONN);
+    /* it ran (the server answered: the reply was cut), leaving an orphan hold; the failed
+     * wait gives back a hold of its own that its client does not know of (handoff_drop.lua)
+     * once the client is connected again. Whether that has happened yet is a race with this
+     * thread: wait for it. A call that failed leaves nothing behind. */
     assert_int_equal(fault_proxy_stats_get(p).replies_lost, 1);
-    assert_int_equal(hget_int(f, "no-resend", field), 1); /* it ran: an orphan hold */
-    /* the owner's next acquire takes that hold as its own: one hold, not two */
+    long long orphan = hget_int(f, "no-resend", field);
+    assert_true(orphan == 0 || orphan == 1);
+    bool given_back = false;
+    POLL_UNTIL(given_back, hget_int(f, "no-resend", field) == 0, test_slack_ms(5000));
+    assert_true(given_back);
+    /* the owner's next acquire takes the lock: one hold, not two */
     ASSERT_RC(dlock_lock_acquire(l, 60000), DLOCK_OK);
     assert_int_equal(hget_int(f, "no-resend", field), 1);
     int64_t count = 0;
