@@ -22,7 +22,7 @@
 #include "stats_helpers.h"
 #include "test_util.h"
 
-#define PAUSE_MS 50
+#define PAUSE_MS 300 /* far longer than a busy machine keeps the caller from its first poll */
 
 static dlock_client *client_with_spin(redis_fixture *f, int64_t spin_us) {
     dlock_options o;

@@ -8,12 +8,10 @@
  * test_reply_spin.c sees hits against a real server.) */
 #include <poll.h>
 #include <pthread.h>
-#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -88,23 +86,9 @@ static void test_a_hit_after_misses_ends_the_backoff(void **state) {
     assert_int_equal(dlock__spin_due(&s), 50);
 }
 
-/* The CPUs this process may keep busy, read as spin.c reads them (test_cpus.c checks the
- * reading). */
-static int cpus_to_keep_busy(void) {
-    cpu_set_t set;
-    assert_int_equal(sched_getaffinity(0, sizeof(set), &set), 0);
-    char cgroups[4096] = "";
-    FILE *f = fopen("/proc/self/cgroup", "r");
-    if (f) {
-        cgroups[fread(cgroups, 1, sizeof(cgroups) - 1, f)] = '\0';
-        fclose(f);
-    }
-    return dlock__cpus_to_keep_busy("/sys/fs/cgroup", cgroups, CPU_COUNT(&set));
-}
-
 static void test_no_more_spinners_than_cpus_to_keep_busy(void **state) {
     (void)state;
-    int cpus = cpus_to_keep_busy();
+    int cpus = dlock__cpus_of_this_process(); /* test_cpus.c checks the reading */
     for (int i = 0; i < cpus; i++)
         assert_true(dlock__spinner_enter());
     assert_false(dlock__spinner_enter()); /* every CPU has a spinner */

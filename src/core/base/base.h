@@ -120,6 +120,9 @@ void dlock__stat_renewal(dlock_client *c, int64_t lag_ms, int64_t late_ms);
 int dlock__cpus_to_keep_busy(const char *root, const char *self_cgroup, int affinity_cpus);
 /* A cgroup v2 cpu.max ("150000 100000") in whole CPUs (1); -1 for "max ..." or no sense. */
 int dlock__cpu_max_cpus(const char *text);
+/* dlock__cpus_to_keep_busy for this process: the calling thread's affinity, its
+ * /proc/self/cgroup, cgroups mounted at /sys/fs/cgroup. Reads files: not on a hot path. */
+int dlock__cpus_of_this_process(void);
 
 /* ---- randomness (random.c) ------------------------------------------------------------- */
 

@@ -14,6 +14,7 @@
  * process's cgroup comes from /proc/self/cgroup ("0::/path" for v2, "N:cpu,cpuacct:/path"
  * for v1). Inside a container both usually read "/", the container's own cgroup. Anything
  * missing or unreadable is no limit. */
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,4 +135,13 @@ int dlock__cpus_to_keep_busy(const char *root, const char *self_cgroup, int affi
         line = end ? end + 1 : NULL;
     }
     return cpus;
+}
+
+int dlock__cpus_of_this_process(void) {
+    cpu_set_t set;
+    int affinity = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+    char cgroups[4096];
+    if (!read_small("/proc/self/cgroup", cgroups, sizeof(cgroups)))
+        cgroups[0] = '\0';
+    return dlock__cpus_to_keep_busy("/sys/fs/cgroup", cgroups, affinity);
 }

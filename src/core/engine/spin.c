@@ -30,7 +30,6 @@
  * the sleeping poll would have returned. A reply held for its WAIT is not spun for
  * (submit.c): it comes a replica's round trip later. */
 #include <sched.h>
-#include <stdio.h>
 
 #include "engine/engine.h"
 
@@ -64,26 +63,12 @@ void dlock__spin_ended(dlock__spin *s, bool replied) {
 /* ---- one spinner per CPU ----------------------------------------------------------------- */
 
 static _Atomic int spinners;
-static _Atomic int spinner_cap = -1; /* cpus_to_keep_busy(); -1: not counted yet */
-
-/* The CPUs the process may run on, within its cgroup's quota (base/cpus.c). */
-static int cpus_to_keep_busy(void) {
-    cpu_set_t set;
-    int affinity = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
-    char cgroups[4096] = "";
-    FILE *f = fopen("/proc/self/cgroup", "r");
-    if (f) {
-        size_t n = fread(cgroups, 1, sizeof(cgroups) - 1, f);
-        cgroups[n] = '\0';
-        fclose(f);
-    }
-    return dlock__cpus_to_keep_busy("/sys/fs/cgroup", cgroups, affinity);
-}
+static _Atomic int spinner_cap = -1; /* dlock__cpus_of_this_process(); -1: not counted yet */
 
 bool dlock__spinner_enter(void) {
     int cap = atomic_load(&spinner_cap);
     if (cap < 0) { /* counted once; two threads counting at once count alike */
-        cap = cpus_to_keep_busy();
+        cap = dlock__cpus_of_this_process();
         atomic_store(&spinner_cap, cap);
     }
     if (atomic_fetch_add(&spinners, 1) < cap)
