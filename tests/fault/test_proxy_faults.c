@@ -21,8 +21,8 @@
  *   DLOCK_ECONN, the failed acquire's orphan hold is given back (handoff_drop.lua, once
  *   reconnected; the test waits for it), the owner's next acquire takes one hold, a
  *   repeated release settles an unsure one; a release that failed with DLOCK_ECONN and is
- *   left alone expires by its lease. (A release that failed with DLOCK_ECONN followed by a
- *   new acquire and release leaves a hold behind: a reported bug, its assertion left out.)
+ *   left alone expires by its lease, and one followed by a new acquire and release leaves
+ *   nothing held, whether it had run or not;
  * - both connections dropped under a waiter: it resubscribes and still gets the lock
  *   within moments of the release, not at its 30 s hint;
  * - partition longer than the lease while holding a watchdog lock: the holder's lost
