@@ -74,10 +74,10 @@ typedef struct dlock_options {
      * tens of microseconds, about what it costs a CPU to sleep and be woken again; the
      * spin saves that wake-up on both ends, for at most this much of the caller's CPU per
      * reply. A spin that ends without its reply (a farther server, a busy CPU) makes the
-     * next ones sleep at once, backing off to 1 in 1,025; a reply held for a WAIT is not
-     * spun for; no more callers of the process spin at once than the CPUs it may keep busy
-     * (its affinity, within its cgroup's CPU quota: none below one CPU). dlock_stats counts
-     * the spins. */
+     * next ones sleep at once, backing off to 1 in 1,025 (the answer of a WAIT, a
+     * replica's round trip away, backs off apart); no more callers of the process spin at
+     * once than the CPUs it may keep busy (its affinity, within its cgroup's CPU quota:
+     * none below one CPU). dlock_stats counts the spins. */
     int64_t reply_spin_us;
 } dlock_options;
 

@@ -19,6 +19,7 @@
 #include "engine/engine.h"
 #include "harness.h"
 #include "redis_fixture.h"
+#include "spin_skip.h"
 #include "stats_helpers.h"
 #include "test_util.h"
 
@@ -50,17 +51,6 @@ static void ping_late(redis_fixture *f, dlock_client *c) {
     assert_int_equal(dlock_client_ping(c), DLOCK_OK);
     /* the pause held it (else the wait was not for a late reply) */
     assert_true(test_now_ms() - start >= PAUSE_MS - 5);
-}
-
-/* Skips the test in a process that may keep no CPU busy (a cgroup quota below one CPU:
- * base/cpus.c), where no wait spins. */
-static void skip_unless_it_may_spin(void) {
-    if (dlock__spinner_enter()) {
-        dlock__spinner_leave();
-        return;
-    }
-    print_message("this process may keep no CPU busy (its cgroup's quota): no spin\n");
-    skip();
 }
 
 static void test_a_late_reply_is_one_spin_a_miss_within_the_budget_and_still_read(void **state) {

@@ -12,8 +12,10 @@
  *     WAIT, and warns of nothing;
  *   a standalone server gets no WAIT; sync_replicas=0 sends none;
  *   a lone caller reads an acquisition's reply and its WAIT's itself (the I/O thread is not
- *     woken for them), and does not spin for them (dlock_options.reply_spin_us): they come
- *     a replica's round trip later. */
+ *     woken for them); it spins for the WAIT's answer (dlock_options.reply_spin_us) with a
+ *     policy of its own: an answer that comes late (the replica paused) is one spin, a
+ *     miss within the budget, that makes the next answer's wait sleep at once and leaves
+ *     the policy for the server's own replies as it was. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -28,6 +30,7 @@
 #include "harness.h"
 #include "io_thread_switches.h"
 #include "replica_pair.h"
+#include "spin_skip.h"
 #include "stats_helpers.h"
 
 static dlock_client *client_of(const char *url) {
@@ -177,7 +180,7 @@ static void test_sync_replicas_n_asks_for_n(void **state) {
 
 #define ACKED_PAIRS 300
 
-static void test_a_lone_caller_reads_its_acquisitions_wait_itself_without_spinning(void **state) {
+static void test_a_lone_caller_reads_its_acquisitions_wait_itself(void **state) {
     (void)state;
     dlock_options o;
     dlock_options_init(&o);
@@ -197,12 +200,7 @@ static void test_a_lone_caller_reads_its_acquisitions_wait_itself_without_spinni
     long waits = command_calls(pair_master, "wait");
     long slept = switches_of(io, nio);
     for (int i = 0; i < ACKED_PAIRS; i++) {
-        /* a fresh spin policy before each acquisition (only this thread, the lone caller,
-         * touches it): it would spin for the next reply, were it not held for a WAIT */
-        dlock__spin_init(&DLOCK__ENGINE(c)->spin, 1000);
-        uint64_t spins = stats_of(c).reply_spins;
         ASSERT_OK(dlock_lock_acquire(l, 30000));
-        assert_int_equal(stats_of(c).reply_spins, spins);
         ASSERT_OK(dlock_lock_release(l));
     }
     long woken = switches_of(io, nio) - slept;
@@ -211,6 +209,52 @@ static void test_a_lone_caller_reads_its_acquisitions_wait_itself_without_spinni
     /* Were the I/O thread reading the acquisitions' replies, it would sleep again after
      * each: at least once per acquisition. Lent, it wakes for its own timers only. */
     assert_true(woken < ACKED_PAIRS);
+    dlock_lock_free(l);
+    dlock_client_free(c);
+}
+
+static void test_a_late_wait_answer_is_a_miss_of_the_wait_spin_alone(void **state) {
+    (void)state;
+    skip_unless_it_may_spin();
+    dlock_options o;
+    dlock_options_init(&o);
+    o.url = redis_fixture_unix_url(pair_master);
+    o.reply_spin_us = 1000;
+    dlock_client *c = NULL;
+    ASSERT_OK(dlock_client_new(&o, &c));
+    dlock_lock *l;
+    ASSERT_OK(dlock_lock_new(c, "late-answer", &l));
+    ASSERT_OK(dlock_lock_acquire(l, 30000)); /* scripts loaded, the replica counted */
+    ASSERT_OK(dlock_lock_release(l));
+    /* Fresh policies (only this thread, the lone caller, touches them): the server's own
+     * replies are never spun for, so a spin below can only be for a WAIT's answer. */
+    dlock__client_engine *e = DLOCK__ENGINE(c);
+    dlock__spin_init(&e->spin, 0);
+    dlock__spin_init(&e->wait_spin, 1000);
+
+    assert_int_equal(redis_fixture_pause(pair_replica), 0);
+    dlock_stats before = stats_of(c);
+    /* one attempt: its WAIT waits 100 ms (the least an attempt's WAIT is given) for nobody */
+    ASSERT_RC(dlock_lock_try_acquire(l, 0, 30000), DLOCK_ETIMEDOUT);
+    assert_non_null(strstr(dlock_last_error(), "0 of 1"));
+    dlock_stats after = stats_of(c);
+    assert_int_equal(after.reply_spins, before.reply_spins + 1);
+    assert_int_equal(after.reply_spin_hits, before.reply_spin_hits);
+    /* at most its budget and one turn (a turn that gave the CPU away ends it) */
+    assert_true(after.reply_spin_us - before.reply_spin_us <= 1000 + 10);
+    /* the miss backs off the WAIT's policy, not the one of the server's replies */
+    assert_int_equal(e->wait_spin.backoff, 1);
+    assert_int_equal(e->wait_spin.skip, 1);
+    assert_int_equal(e->spin.backoff, 0);
+    assert_int_equal(e->spin.skip, 0);
+
+    assert_int_equal(redis_fixture_resume(pair_replica), 0);
+    replica_pair_wait_acknowledged();
+    /* the next answer's wait sleeps at once: no spin (or there is no wait for it: an answer
+     * read with the acquisition's reply, on a machine that kept the caller from its poll) */
+    ASSERT_OK(dlock_lock_try_acquire(l, 0, 30000));
+    assert_int_equal(stats_of(c).reply_spins, after.reply_spins);
+    ASSERT_OK(dlock_lock_release(l));
     dlock_lock_free(l);
     dlock_client_free(c);
 }
@@ -232,9 +276,10 @@ int main(void) {
         cmocka_unit_test_teardown(test_sync_replicas_0_sends_no_wait_even_with_the_replica_paused,
                                   replica_pair_resume_teardown),
         cmocka_unit_test_teardown(test_sync_replicas_n_asks_for_n, replica_pair_resume_teardown),
-        cmocka_unit_test_teardown(
-            test_a_lone_caller_reads_its_acquisitions_wait_itself_without_spinning,
-            replica_pair_resume_teardown),
+        cmocka_unit_test_teardown(test_a_lone_caller_reads_its_acquisitions_wait_itself,
+                                  replica_pair_resume_teardown),
+        cmocka_unit_test_teardown(test_a_late_wait_answer_is_a_miss_of_the_wait_spin_alone,
+                                  replica_pair_resume_teardown),
     };
     return cmocka_run_group_tests(tests, replica_pair_group_setup, replica_pair_group_teardown);
 }

@@ -370,6 +370,7 @@ static int client_create(const dlock_options *o, dlock__loop *loop, dlock_client
         dlock__loop_share_init(&DLOCK__ENGINE(c)->loop_share, DLOCK__NET(c)->loop,
                                dlock__submit_wake_callers, &DLOCK__ENGINE(c)->submit);
     dlock__spin_init(&DLOCK__ENGINE(c)->spin, DLOCK__BASE(c)->opts.reply_spin_us);
+    dlock__spin_init(&DLOCK__ENGINE(c)->wait_spin, DLOCK__BASE(c)->opts.reply_spin_us);
     dlock__sched_init(&DLOCK__NET(c)->sched, DLOCK__NET(c)->loop);
     dlock__submit_init(&DLOCK__ENGINE(c)->submit, c);
     /* the net floor's hook into the watchdog: every link's backoff (link.c) asks it */

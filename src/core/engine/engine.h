@@ -112,6 +112,7 @@ typedef struct dlock__client_engine {
     bool own_loop;                   /* the blocking face: the client runs its own loop */
     dlock__loop_share loop_share;    /* own_loop: lent to the calling threads (loop.h) */
     dlock__spin spin;                /* own_loop: the caller reading its own reply */
+    dlock__spin wait_spin;           /* the same, for a reply a WAIT holds (spin.c) */
     pthread_t loop_thread;
     int callback_depth; /* > 0 while a user callback runs (async face) */
     dlock__submit submit;

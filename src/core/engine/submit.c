@@ -193,9 +193,8 @@ void dlock__user_callback_leave(dlock_client *c) {
  * reacts to them can only be this call (and the lost callbacks a reply may fire, which go
  * to the I/O thread). One connection of plain bytes: not in a Cluster (a command per node),
  * not TLS. A call that sent more, or beside others, gives a lending still on back to the I/O
- * thread, which reads its reply. */
-static int lend_for(const dlock__op *op, uint64_t sent_before, uint64_t *generation,
-                    bool *behind_wait) {
+ * thread, which reads its reply. *waits: the reply due first is a WAIT's. */
+static int lend_for(const dlock__op *op, uint64_t sent_before, uint64_t *generation, bool *waits) {
     dlock_client *c = op->client;
     dlock__conn *conn = &DLOCK__NET(c)->conn;
     uint64_t sent = conn->commands_sent - sent_before;
@@ -209,7 +208,7 @@ static int lend_for(const dlock__op *op, uint64_t sent_before, uint64_t *generat
                  conn->pending.count == 0 &&
                  atomic_load(&DLOCK__BASE(c)->stats.v[DLOCK__STAT_CALLS]) == 1;
     *generation = conn->link.generation;
-    *behind_wait = conn->batch.waits_out > 0; /* its reply is held for a WAIT (conn.c) */
+    *waits = dlock__conn_next_reply_is_waits(conn);
     return dlock__sock_lend(conn->link.sock, DLOCK__ENGINE(c)->loop_share.bell, alone);
 }
 
@@ -228,17 +227,18 @@ static dlock__sock *still_lent(dlock_client *c, uint64_t generation) {
  * connection. What the call's reply sent on (a script sent again as EVAL) is read here
  * too; replies still due when the call is over are the I/O thread's to read: the lending
  * ends. */
-static void read_own_reply(dlock__op *op, int fd, uint64_t generation, bool behind_wait) {
+static void read_own_reply(dlock__op *op, int fd, uint64_t generation, bool waits) {
     dlock_client *c = op->client;
     dlock__loop_share *share = &DLOCK__ENGINE(c)->loop_share;
     for (;;) {
         struct pollfd ready[2] = {{.fd = fd, .events = POLLIN},
                                   {.fd = share->bell, .events = POLLIN}};
-        /* A reply held for a WAIT comes a replica's round trip later: no spin for it (nor a
-         * miss that would stop the spin for the replies that come at once) */
+        /* waits (read under the loop: the lending's start, then each turn's): the reply
+         * due next is a WAIT's, a replica's round trip away rather than the server's; its
+         * spin learns apart (spin.c) */
         dlock__spin_outcome spin = {0};
-        int polled = behind_wait ? poll(ready, 2, -1)
-                                 : dlock__spin_poll(&DLOCK__ENGINE(c)->spin, ready, 2, &spin);
+        dlock__client_engine *e = DLOCK__ENGINE(c);
+        int polled = dlock__spin_poll(waits ? &e->wait_spin : &e->spin, ready, 2, &spin);
         if (spin.spun) {
             dlock__stat_add(c, DLOCK__STAT_REPLY_SPINS, 1);
             dlock__stat_add(c, DLOCK__STAT_REPLY_SPIN_HITS, spin.hit ? 1 : 0);
@@ -255,7 +255,7 @@ static void read_own_reply(dlock__op *op, int fd, uint64_t generation, bool behi
             dlock__sock_read_lent(sock); /* may free sock */
         bool lent = still_lent(c, generation) != NULL;
         bool due = DLOCK__NET(c)->conn.inflight.count > 0 || DLOCK__NET(c)->conn.pending.count > 0;
-        behind_wait = DLOCK__NET(c)->conn.batch.waits_out > 0;
+        waits = dlock__conn_next_reply_is_waits(&DLOCK__NET(c)->conn);
         /* over once its completion uncounted it (read here, under the loop: its semaphore
          * may be posted later, by whichever thread lets go of the loop next) */
         bool over = !op->counted;
@@ -296,17 +296,17 @@ static int start_here(dlock__op *op) {
     pthread_mutex_unlock(&s->mu);
     int lent_fd = -1;
     uint64_t generation = 0;
-    bool behind_wait = false;
+    bool waits = false;
     if (rc == DLOCK_OK) {
         uint64_t sent_before = DLOCK__NET(c)->conn.commands_sent;
         op->start(op);
-        lent_fd = lend_for(op, sent_before, &generation, &behind_wait);
+        lent_fd = lend_for(op, sent_before, &generation, &waits);
     }
     if (lent_fd >= 0)
         atomic_store(&DLOCK__ENGINE(c)->loop_share.leading, true); /* under the loop */
     dlock__loop_give_back(&DLOCK__ENGINE(c)->loop_share);
     if (lent_fd >= 0) {
-        read_own_reply(op, lent_fd, generation, behind_wait);
+        read_own_reply(op, lent_fd, generation, waits);
         atomic_store(&DLOCK__ENGINE(c)->loop_share.leading, false);
     }
     return rc;

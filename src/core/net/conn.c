@@ -869,6 +869,10 @@ bool dlock__conn_one_write_and_its_wait(const dlock__conn *conn) {
            conn->batch.waits_out == 1 && conn->batch.unwaited == 0 && !conn->batch.answered.head;
 }
 
+bool dlock__conn_next_reply_is_waits(const dlock__conn *conn) {
+    return conn->inflight.head && conn->inflight.head->is_wait;
+}
+
 bool dlock__conn_idle(const dlock__conn *conn) {
     return !conn->pending.head && !conn->inflight.head && !conn->batch.answered.head;
 }

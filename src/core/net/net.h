@@ -283,6 +283,8 @@ dlock__cmd_queue dlock__conn_take_pending(dlock__conn *conn);
 bool dlock__conn_idle(const dlock__conn *conn); /* nothing waiting, nothing in flight */
 /* Whether what is in flight is one write and the WAIT that acknowledges it alone. */
 bool dlock__conn_one_write_and_its_wait(const dlock__conn *conn);
+/* Whether the next reply due on conn is a WAIT's (a replica's round trip away). */
+bool dlock__conn_next_reply_is_waits(const dlock__conn *conn);
 int dlock__cmd_slot(const dlock__cmd *cmd);
 /* When cmd gives up waiting to be sent or answered: timeout_ms x (retry_attempts + 1) after
  * it was queued; and for a command with a caller's deadline (an acquisition's wait,
