@@ -230,17 +230,18 @@ int dlock__link_send(dlock__link *link, int argc, const char **argv, const size_
                      dlock__link_reply_fn fn, void *arg) {
     if (!link->sock || (link->state != LINK_HANDSHAKE && link->state != LINK_READY))
         return DLOCK_ECONN;
-    char *bytes = NULL;
-    int len = redisFormatCommandArgv(&bytes, argc, argv, lens);
-    if (len < 0)
-        return DLOCK_ENOMEM;
-    int rc = dlock__sock_write(link->sock, bytes, (size_t)len);
-    redisFreeCommand(bytes);
-    if (rc == DLOCK_OK && !expect_push(link, fn, arg))
-        rc = DLOCK_ENOMEM; /* sent without a taker: its reply would be a violation */
-    if (rc != DLOCK_OK)
+    size_t len = dlock__resp_command_len(argc, lens);
+    char *out = dlock__sock_reserve(link->sock, len);
+    if (out) {
+        dlock__resp_command_put(out, argc, argv, lens);
+        dlock__sock_wrote(link->sock, len);
+    }
+    /* sent without a taker, its reply would be a violation: the link goes either way */
+    if (!out || !expect_push(link, fn, arg)) {
         dlock__link_fail(link, DLOCK_ECONN, "out of memory sending a command");
-    return rc;
+        return DLOCK_ENOMEM;
+    }
+    return DLOCK_OK;
 }
 
 void dlock__link_protocol_error(dlock__link *link, const char *what, const dlock__reply *reply) {

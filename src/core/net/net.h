@@ -64,8 +64,15 @@ typedef struct dlock__sock_hooks {
  * when it failed at once (then no hook runs). */
 dlock__sock *dlock__sock_open(dlock__loop *loop, const dlock__endpoint *ep, dlock__tls *tls,
                               const dlock__sock_hooks *hooks, void *arg, char *err, size_t errlen);
-/* Appends to the output buffer (sent once open and writable). DLOCK_OK or DLOCK_ENOMEM. */
-int dlock__sock_write(dlock__sock *s, const char *buf, size_t len);
+/* Room for len more bytes at the end of the output buffer, or NULL (out of memory: the
+ * buffer is as it was). The caller fills it, then says so with dlock__sock_wrote(s, len),
+ * before anything else touches s: the bytes are sent once open and writable. */
+char *dlock__sock_reserve(dlock__sock *s, size_t len);
+void dlock__sock_wrote(dlock__sock *s, size_t len);
+/* A command (argc arguments of lens[i] bytes, binary-safe) in RESP (resp.c): how many
+ * bytes it takes, and those bytes written at out, which has room for them. */
+size_t dlock__resp_command_len(int argc, const size_t *lens);
+void dlock__resp_command_put(char *out, int argc, const char *const *argv, const size_t *lens);
 void dlock__sock_close(dlock__sock *s); /* NULL: no-op */
 /* The TLS session of s (dlock__tls_*), or NULL: plain, or s NULL. */
 void *dlock__sock_tls_session(const dlock__sock *s);

@@ -557,7 +557,7 @@ static void flush(dlock__sock *s) {
     watch(s, true, s->read_wants_write);
 }
 
-/* The send of a thread that borrowed the loop (dlock__sock_write). It sends what it can;
+/* The send of a thread that borrowed the loop (dlock__sock_wrote). It sends what it can;
  * anything else — a full socket, an error — is left to the loop thread, as though the
  * bytes had been queued there: what reacts to a failure runs on the loop thread. TLS
  * sockets are not sent from here (a TLS write may need to read first). */
@@ -607,25 +607,28 @@ static void on_writable(void *arg) {
     }
 }
 
-int dlock__sock_write(dlock__sock *s, const char *buf, size_t len) {
+char *dlock__sock_reserve(dlock__sock *s, size_t len) {
     if (s->out_len + len > s->out_cap) {
         size_t cap = s->out_cap ? s->out_cap : 4096;
         while (cap < s->out_len + len)
             cap *= 2;
         char *grown = dlock__realloc(s->out, cap);
         if (!grown)
-            return DLOCK_ENOMEM;
+            return NULL;
         s->out = grown;
         s->out_cap = cap;
     }
-    memcpy(s->out + s->out_len, buf, len);
+    return s->out + s->out_len;
+}
+
+void dlock__sock_wrote(dlock__sock *s, size_t len) {
     s->out_len += len;
     /* Someone else's command: its reply is the loop's to read. A caller that holds the
      * loop settles it once its call has started (dlock__sock_lend). */
     if (s->lent && !dlock__loop_held_here(s->loop))
         watch(s, true, s->writing);
     if (s->state != S_OPEN || s->write_wants_read || s->writing || s->send_deferred)
-        return DLOCK_OK; /* it leaves with what is already waiting to */
+        return; /* it leaves with what is already waiting to */
     /* On a thread that borrowed the loop (loop.h), the bytes leave when it gives the loop
      * back; on the loop thread (or with the borrow's list full), when the socket is
      * writable, on this loop turn. */
@@ -633,7 +636,6 @@ int dlock__sock_write(dlock__sock *s, const char *buf, size_t len) {
         s->send_deferred = true;
     else
         watch(s, true, true);
-    return DLOCK_OK;
 }
 
 /* ---- lending the reading to a caller --------------------------------------------------- */
