@@ -208,7 +208,7 @@ static int lend_for(const dlock__op *op, uint64_t sent_before, uint64_t *generat
                  conn->pending.count == 0 &&
                  atomic_load(&DLOCK__BASE(c)->stats.v[DLOCK__STAT_CALLS]) == 1;
     *generation = conn->link.generation;
-    *waits = dlock__conn_next_reply_is_waits(conn);
+    *waits = dlock__conn_next_is_wait_answer(conn);
     return dlock__sock_lend(conn->link.sock, DLOCK__ENGINE(c)->loop_share.bell, alone);
 }
 
@@ -255,7 +255,7 @@ static void read_own_reply(dlock__op *op, int fd, uint64_t generation, bool wait
             dlock__sock_read_lent(sock); /* may free sock */
         bool lent = still_lent(c, generation) != NULL;
         bool due = DLOCK__NET(c)->conn.inflight.count > 0 || DLOCK__NET(c)->conn.pending.count > 0;
-        waits = dlock__conn_next_reply_is_waits(&DLOCK__NET(c)->conn);
+        waits = dlock__conn_next_is_wait_answer(&DLOCK__NET(c)->conn);
         /* over once its completion uncounted it (read here, under the loop: its semaphore
          * may be posted later, by whichever thread lets go of the loop next) */
         bool over = !op->counted;

@@ -869,7 +869,7 @@ bool dlock__conn_one_write_and_its_wait(const dlock__conn *conn) {
            conn->batch.waits_out == 1 && conn->batch.unwaited == 0 && !conn->batch.answered.head;
 }
 
-bool dlock__conn_next_reply_is_waits(const dlock__conn *conn) {
+bool dlock__conn_next_is_wait_answer(const dlock__conn *conn) {
     return conn->inflight.head && conn->inflight.head->is_wait;
 }
 

@@ -69,10 +69,6 @@ dlock__sock *dlock__sock_open(dlock__loop *loop, const dlock__endpoint *ep, dloc
  * before anything else touches s: the bytes are sent once open and writable. */
 char *dlock__sock_reserve(dlock__sock *s, size_t len);
 void dlock__sock_wrote(dlock__sock *s, size_t len);
-/* A command (argc arguments of lens[i] bytes, binary-safe) in RESP (resp.c): how many
- * bytes it takes, and those bytes written at out, which has room for them. */
-size_t dlock__resp_command_len(int argc, const size_t *lens);
-void dlock__resp_command_put(char *out, int argc, const char *const *argv, const size_t *lens);
 void dlock__sock_close(dlock__sock *s); /* NULL: no-op */
 /* The TLS session of s (dlock__tls_*), or NULL: plain, or s NULL. */
 void *dlock__sock_tls_session(const dlock__sock *s);
@@ -86,6 +82,13 @@ bool dlock__sock_lent(const dlock__sock *s); /* lent, and not taken back since *
 /* The lent s is readable: reads it on the calling thread (which holds the loop). False,
  * reading nothing, when the lending has ended. s may be gone when it returns. */
 bool dlock__sock_read_lent(dlock__sock *s);
+
+/* ---- a command as Redis reads it (resp.c) ---------------------------------------------- */
+
+/* A command (argc arguments of lens[i] bytes, binary-safe) in RESP: how many bytes it
+ * takes, and those bytes written at out, which has room for them. */
+size_t dlock__resp_command_len(int argc, const size_t *lens);
+void dlock__resp_command_put(char *out, int argc, const char *const *argv, const size_t *lens);
 
 /* ---- a connection to Redis with its handshake and reconnects (link.c) ------------------ */
 
@@ -290,8 +293,8 @@ dlock__cmd_queue dlock__conn_take_pending(dlock__conn *conn);
 bool dlock__conn_idle(const dlock__conn *conn); /* nothing waiting, nothing in flight */
 /* Whether what is in flight is one write and the WAIT that acknowledges it alone. */
 bool dlock__conn_one_write_and_its_wait(const dlock__conn *conn);
-/* Whether the next reply due on conn is a WAIT's (a replica's round trip away). */
-bool dlock__conn_next_reply_is_waits(const dlock__conn *conn);
+/* Whether the next reply due on conn is a WAIT's answer (a replica's round trip away). */
+bool dlock__conn_next_is_wait_answer(const dlock__conn *conn);
 int dlock__cmd_slot(const dlock__cmd *cmd);
 /* When cmd gives up waiting to be sent or answered: timeout_ms x (retry_attempts + 1) after
  * it was queued; and for a command with a caller's deadline (an acquisition's wait,

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* resp.c — a command in the form Redis reads (RESP): "*<argc>\r\n", then "$<len>\r\n<arg>\r\n"
- * for each argument, written straight into the socket's output buffer.
+ * for each argument, written where the caller has made room (link.c: straight into the
+ * socket's output buffer).
  *
  * Why not hiredis's redisFormatCommandArgv: it allocates the command, writes every header
  * with sprintf, and the bytes are then copied into the buffer and freed. With 32 threads
