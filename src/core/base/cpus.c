@@ -103,35 +103,41 @@ static bool names_cpu(const char *list, size_t len) {
     return false;
 }
 
+/* The limit a line of /proc/self/cgroup (len bytes) names, in whole CPUs: the v2 line's, or
+ * a v1 line's of the cpu controller; -1 for none. */
+static int line_limit(const char *root, const char *line, size_t len) {
+    const char *c1 = memchr(line, ':', len);
+    const char *c2 = c1 ? memchr(c1 + 1, ':', len - (size_t)(c1 + 1 - line)) : NULL;
+    if (!c2)
+        return -1;
+    char cgroup[PATH_MAX_LEN];
+    size_t plen = len - (size_t)(c2 + 1 - line);
+    if (plen >= sizeof(cgroup))
+        return -1;
+    memcpy(cgroup, c2 + 1, plen);
+    cgroup[plen] = '\0';
+    if (c2 == c1 + 1) /* "0::/path": v2 */
+        return lowest_on_the_way_up(root, cgroup, v2_limit);
+    const char *list = c1 + 1;
+    int list_len = (int)(c2 - list);
+    if (!names_cpu(list, (size_t)list_len))
+        return -1;
+    char base[PATH_MAX_LEN];
+    snprintf(base, sizeof(base), "%s/%.*s", root, list_len, list);
+    int limit = lowest_on_the_way_up(base, cgroup, v1_limit);
+    if (limit >= 0)
+        return limit;
+    snprintf(base, sizeof(base), "%s/cpu", root); /* mounted as plain "cpu" beside "cpuacct" */
+    return lowest_on_the_way_up(base, cgroup, v1_limit);
+}
+
 int dlock__cpus_to_keep_busy(const char *root, const char *self_cgroup, int affinity_cpus) {
     int cpus = affinity_cpus > 0 ? affinity_cpus : 1;
     for (const char *line = self_cgroup; line && *line;) {
         const char *end = strchr(line, '\n');
-        size_t len = end ? (size_t)(end - line) : strlen(line);
-        const char *c1 = memchr(line, ':', len);
-        const char *c2 = c1 ? memchr(c1 + 1, ':', len - (size_t)(c1 + 1 - line)) : NULL;
-        if (c2) {
-            char cgroup[PATH_MAX_LEN];
-            size_t plen = len - (size_t)(c2 + 1 - line);
-            if (plen < sizeof(cgroup)) {
-                memcpy(cgroup, c2 + 1, plen);
-                cgroup[plen] = '\0';
-                int limit = -1;
-                char base[PATH_MAX_LEN];
-                if (c2 == c1 + 1) { /* "0::/path": v2 */
-                    limit = lowest_on_the_way_up(root, cgroup, v2_limit);
-                } else if (names_cpu(c1 + 1, (size_t)(c2 - c1 - 1))) { /* v1, cpu */
-                    snprintf(base, sizeof(base), "%s/%.*s", root, (int)(c2 - c1 - 1), c1 + 1);
-                    limit = lowest_on_the_way_up(base, cgroup, v1_limit);
-                    if (limit < 0) { /* mounted as plain "cpu" beside "cpuacct" */
-                        snprintf(base, sizeof(base), "%s/cpu", root);
-                        limit = lowest_on_the_way_up(base, cgroup, v1_limit);
-                    }
-                }
-                if (limit >= 0 && limit < cpus)
-                    cpus = limit;
-            }
-        }
+        int limit = line_limit(root, line, end ? (size_t)(end - line) : strlen(line));
+        if (limit >= 0 && limit < cpus)
+            cpus = limit;
         line = end ? end + 1 : NULL;
     }
     return cpus;

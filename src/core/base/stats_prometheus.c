@@ -153,9 +153,13 @@ static void put_family_head(text_out *t, const char *name, const char *type, con
     put(t, "\n");
 }
 
+static bool is_counter(enum metric_kind kind) {
+    return kind == COUNTER || kind == COUNTER_US_AS_SEC;
+}
+
 static void put_value(text_out *t, const metric *m, const dlock_stats *s) {
     const char *field = (const char *)s + m->offset;
-    if (m->kind == COUNTER || m->kind == COUNTER_US_AS_SEC) {
+    if (is_counter(m->kind)) {
         uint64_t v;
         memcpy(&v, field, sizeof(v));
         if (m->kind == COUNTER)
@@ -245,9 +249,7 @@ static void write_exposition(text_out *t, const dlock_stats *s, const dlock_metr
                              size_t nlabels) {
     for (size_t i = 0; i < sizeof(metrics) / sizeof(metrics[0]); i++) {
         const metric *m = &metrics[i];
-        put_family_head(t, m->name,
-                        m->kind == COUNTER || m->kind == COUNTER_US_AS_SEC ? "counter" : "gauge",
-                        m->help);
+        put_family_head(t, m->name, is_counter(m->kind) ? "counter" : "gauge", m->help);
         put(t, m->name);
         put_labels(t, labels, nlabels, NULL, NULL);
         put(t, " ");

@@ -94,8 +94,7 @@ int dlock__spin_poll(dlock__spin *s, struct pollfd *fds, nfds_t n, dlock__spin_o
 int64_t dlock__spin_due(dlock__spin *s);
 void dlock__spin_ended(dlock__spin *s, bool replied);
 /* A place for one more spinner of the process (at most one per CPU it may keep busy:
- * dlock__cpus_to_keep_busy); every
- * true is followed by dlock__spinner_leave. */
+ * dlock__cpus_of_this_process); every true is followed by dlock__spinner_leave. */
 bool dlock__spinner_enter(void);
 void dlock__spinner_leave(void);
 

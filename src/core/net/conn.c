@@ -607,22 +607,24 @@ static void arm_deadline(dlock__conn *conn) {
         conn->pending_due_ms = INT64_MAX;
     else if (conn->pending_due_ms < due)
         due = conn->pending_due_ms;
-    if (dlock__timer_active(&conn->deadline_timer) && conn->deadline_armed_ms <= due)
+    if (dlock__timer_active(&conn->deadline_timer) && conn->deadline_timer.due_ms <= due)
         return; /* it fires no later than needed and re-arms itself then */
-    if (due != INT64_MAX) {
+    if (due != INT64_MAX)
         dlock__timer_start_at(s, &conn->deadline_timer, due);
-        conn->deadline_armed_ms = due;
-    }
+}
+
+/* cmd, in pending, may give up before the others there. */
+static void pending_due_include(dlock__conn *conn, const dlock__cmd *cmd) {
+    int64_t at = dlock__cmd_give_up_ms(cmd);
+    if (at < conn->pending_due_ms)
+        conn->pending_due_ms = at;
 }
 
 /* pending_due_ms made exact again (after a reconnect put commands back, or a scan). */
 static void pending_due_reset(dlock__conn *conn) {
     conn->pending_due_ms = INT64_MAX;
-    for (dlock__cmd *cmd = conn->pending.head; cmd; cmd = cmd->next) {
-        int64_t at = dlock__cmd_give_up_ms(cmd);
-        if (at < conn->pending_due_ms)
-            conn->pending_due_ms = at;
-    }
+    for (dlock__cmd *cmd = conn->pending.head; cmd; cmd = cmd->next)
+        pending_due_include(conn, cmd);
 }
 
 static void on_deadline(dlock__timer *t, void *arg) {
@@ -853,9 +855,7 @@ void dlock__conn_adopt(dlock__conn *conn, dlock__cmd *cmd, bool asking) {
         flush_pending(conn);
         return;
     }
-    int64_t at = dlock__cmd_give_up_ms(cmd);
-    if (at < conn->pending_due_ms)
-        conn->pending_due_ms = at;
+    pending_due_include(conn, cmd);
     arm_deadline(conn);
 }
 

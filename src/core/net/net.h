@@ -264,7 +264,6 @@ typedef struct dlock__conn {
     dlock__cmd_queue inflight;   /* sent, reply not yet in: replies come back in this order */
     dlock__ack_batch batch;      /* writes waiting for their WAIT */
     dlock__timer deadline_timer; /* earliest reply timeout / give-up time */
-    int64_t deadline_armed_ms;   /* when it fires, while it runs */
     int64_t pending_due_ms;      /* the earliest give-up time in pending, or earlier */
     bool closing;
     uint64_t commands_sent; /* counters for tests and diagnostics */
